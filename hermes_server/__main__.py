@@ -1,0 +1,5 @@
+"""Allow `python -m hermes_server`."""
+
+from hermes_server.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""Pure rules of the session API: no I/O, unit-tested directly."""

@@ -1,0 +1,73 @@
+"""Session id selection and validation.
+
+Create and fork pick an id the same way (`id`, then `session_id`, then a generated
+`api_<unix seconds>_<8 hex>`), but validate it differently: create applies the full
+path-safety and length rules, fork only upstream's lax checks (the seed says so).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+import uuid
+from typing import Any, Callable
+
+MAX_SESSION_ID_LENGTH = 256
+
+_CR_LF_NUL = re.compile(r"[\r\n\x00]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def generate_session_id(now: float, hex8: Callable[[], str] | None = None) -> str:
+    """Upstream's generated id form: `api_<int seconds>_<first 8 hex of a uuid4>`."""
+    suffix = hex8() if hex8 else uuid.uuid4().hex[:8]
+    return f"api_{int(now)}_{suffix}"
+
+
+def requested_id(body: dict[str, Any]) -> str | None:
+    """The client's id choice: truthy `id`, else truthy `session_id`, as `str()` trimmed.
+
+    Returns None when neither is truthy, meaning "generate one". Python truthiness
+    and `str()` are the contract: `123` gives `"123"`, `true` gives `"True"`.
+    """
+    raw = body.get("id") or body.get("session_id")
+    if not raw:
+        return None
+    return str(raw).strip()
+
+
+def is_path_unsafe(session_id: str) -> bool:
+    """`..`, `/`, `\\`, or a drive-like prefix (any Unicode letter followed by `:`)."""
+    if ".." in session_id or "/" in session_id or "\\" in session_id:
+        return True
+    return len(session_id) >= 2 and session_id[0].isalpha() and session_id[1] == ":"
+
+
+def has_control_character(session_id: str) -> bool:
+    """D3: any Unicode Cc character (C0, DEL, C1). Format characters (Cf) pass."""
+    return any(unicodedata.category(ch) == "Cc" for ch in session_id)
+
+
+def create_id_error(session_id: str) -> str | None:
+    """The create-route rejection message for `session_id`, or None when acceptable.
+
+    Order matters: the path/character check precedes the length check, so
+    `".." + 257 * "x"` is "Invalid session ID", not "too long".
+    """
+    if (
+        not session_id
+        or _SURROGATE.search(session_id)
+        or has_control_character(session_id)
+        or is_path_unsafe(session_id)
+    ):
+        return "Invalid session ID"
+    if len(session_id) > MAX_SESSION_ID_LENGTH:
+        return "Session ID too long"
+    return None
+
+
+def fork_id_error(session_id: str) -> str | None:
+    """Fork's lax rule: only empty, CR/LF/NUL (and D6's lone surrogates) are refused."""
+    if not session_id or _CR_LF_NUL.search(session_id) or _SURROGATE.search(session_id):
+        return "Invalid session ID"
+    return None

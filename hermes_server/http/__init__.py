@@ -1,0 +1,1 @@
+"""The HTTP edge: envelopes, auth, body limits, framework responses. Nothing about sessions."""

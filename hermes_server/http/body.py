@@ -1,0 +1,49 @@
+"""Reading a JSON request body the way upstream does, with the size limit enforced.
+
+Upstream decodes the body as text (Content-Type charset, else UTF-8) and parses it
+with Python's `json.loads`: NaN/Infinity are accepted, a UTF-8 BOM is not, and the
+Content-Type itself is never checked. A body that grows past the limit while being
+read (no Content-Length) is a 413 here (D4), and reading stops at the limit.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.requests import Request
+
+from hermes_server.http.errors import body_too_large, invalid_json, not_an_object
+
+
+def _charset(request: Request) -> str:
+    content_type = request.headers.get("content-type", "")
+    for part in content_type.split(";")[1:]:
+        key, _, value = part.strip().partition("=")
+        if key.strip().lower() == "charset" and value.strip():
+            return value.strip().strip('"')
+    return "utf-8"
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The raw body, refusing (413) as soon as it exceeds `limit` bytes."""
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise body_too_large()
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def read_json_object(request: Request, limit: int) -> dict[str, Any]:
+    """The body as a JSON object, or the 400/413 upstream's handlers give."""
+    raw = await read_body(request, limit)
+    try:
+        payload = json.loads(raw.decode(_charset(request)))
+    except Exception:  # any decode/parse failure, RecursionError included, is "Invalid JSON"
+        raise invalid_json() from None
+    if not isinstance(payload, dict):
+        raise not_an_object()
+    return payload

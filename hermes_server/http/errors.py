@@ -1,0 +1,125 @@
+"""ApiError and the single place that turns it into upstream's error envelope.
+
+Handlers raise; nothing else formats an error body. Three shapes exist upstream:
+the standard envelope `{"error": {message, type, param, code}}`, the 401 without
+`param`, and the two-field session-key errors without `param` and `code`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.responses import Response
+
+from hermes_server.domain.redact import redact
+from hermes_server.http.responses import HermesJSONResponse
+
+INVALID_REQUEST = "invalid_request_error"
+
+
+class ApiError(Exception):
+    """A client-visible error with the status and envelope upstream gives."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        code: str | None = None,
+        param: str | None = None,
+        *,
+        type_: str = INVALID_REQUEST,
+        shape: str = "standard",
+        headers: dict[str, str] | None = None,
+        secure: bool = True,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.code = code
+        self.param = param
+        self.type = type_
+        self.shape = shape
+        self.headers = headers
+        self.secure = secure
+
+    def body(self) -> dict[str, Any]:
+        """The JSON envelope, keys in upstream's order, message redacted."""
+        error: dict[str, Any] = {"message": redact(self.message), "type": self.type}
+        if self.shape == "standard":
+            error["param"] = self.param
+            error["code"] = self.code
+        elif self.shape == "no_param":
+            error["code"] = self.code
+        return {"error": error}
+
+    def response(self) -> Response:
+        """Render as an HTTP response."""
+        return HermesJSONResponse(self.body(), self.status, headers=self.headers, secure=self.secure)
+
+
+# The named errors of the session API, so the wording lives in one place.
+
+def invalid_json() -> ApiError:
+    return ApiError(400, "Invalid JSON in request body")
+
+
+def not_an_object() -> ApiError:
+    return ApiError(400, "Request body must be a JSON object")
+
+
+def unauthorized() -> ApiError:
+    return ApiError(401, "Invalid API key", "invalid_api_key", shape="no_param")
+
+
+def body_too_large() -> ApiError:
+    # The body-limit middleware sits outside the security-header middleware upstream.
+    return ApiError(413, "Request body too large.", "body_too_large", secure=False)
+
+
+def db_unavailable() -> ApiError:
+    return ApiError(503, "Session database unavailable", "session_db_unavailable")
+
+
+def session_not_found(session_id: str) -> ApiError:
+    return ApiError(404, f"Session not found: {session_id}", "session_not_found")
+
+
+def session_exists(session_id: str) -> ApiError:
+    return ApiError(409, f"Session already exists: {session_id}", "session_exists")
+
+
+def invalid_session_id(message: str = "Invalid session ID") -> ApiError:
+    return ApiError(400, message, "invalid_session_id")
+
+
+def invalid_title(message: str) -> ApiError:
+    return ApiError(400, message, "invalid_title")
+
+
+def invalid_field(param: str, message: str) -> ApiError:
+    """D6: input upstream answers with a bare 500 gets a 400 naming the field."""
+    return ApiError(400, message, None, param)
+
+
+def server_error(message: str = "Internal server error") -> ApiError:
+    """D5: an exception inside the agent gets the standard envelope, type server_error."""
+    return ApiError(500, message, None, None, type_="server_error")
+
+
+def error_response(exc: Exception) -> Response | None:
+    """Map an exception to upstream's answer, or None when it is a genuine bug.
+
+    The one place where storage and domain outcomes become HTTP.
+    """
+    from hermes_server.domain.titles import TitleTooLong
+    from hermes_server.store.errors import DatabaseUnavailable, SessionExists, TitleConflict
+
+    if isinstance(exc, ApiError):
+        return exc.response()
+    if isinstance(exc, DatabaseUnavailable):
+        return db_unavailable().response()
+    if isinstance(exc, SessionExists):
+        return session_exists(exc.session_id).response()
+    if isinstance(exc, (TitleConflict, TitleTooLong)):
+        return invalid_title(str(exc)).response()
+    return None

@@ -1,0 +1,90 @@
+"""Response classes that serialise exactly as upstream (aiohttp's `json.dumps` defaults).
+
+aiohttp's `web.json_response` uses `json.dumps` with `ensure_ascii=True` and the default
+`", "`/`": "` separators, and labels the body `application/json; charset=utf-8`.
+Connectors that compare raw bytes see the same bytes from us.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.responses import Response
+
+JSON_CONTENT_TYPE = "application/json; charset=utf-8"
+
+# Added by upstream's security middleware to JSON answers produced by handlers
+# (successes and handler-made errors), never to 413, framework 404/405/500 or SSE.
+SECURITY_HEADERS: dict[str, str] = {
+    "Content-Security-Policy": "default-src 'none'; frame-ancestors 'none'",
+    "Permissions-Policy": "camera=(), microphone=(), geolocation=()",
+    "Strict-Transport-Security": "max-age=31536000; includeSubDomains",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "X-XSS-Protection": "0",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+def dumps(payload: Any) -> bytes:
+    """Serialise like aiohttp: ASCII-escaped, default separators, NaN allowed."""
+    return json.dumps(payload).encode("ascii")
+
+
+class ExactResponse(Response):
+    """A response whose Content-Type is sent verbatim (Starlette would append a charset)."""
+
+    def init_headers(self, headers: Any = None) -> None:
+        """Build raw headers: exact Content-Type, Content-Length, then the extras."""
+        body = getattr(self, "body", b"")
+        raw = [
+            (b"content-type", self.media_type.encode("latin-1")),
+            (b"content-length", str(len(body)).encode("latin-1")),
+        ]
+        for key, value in (headers or {}).items():
+            raw.append((key.lower().encode("latin-1"), value.encode("latin-1")))
+        self.raw_headers = raw
+
+
+class HermesJSONResponse(ExactResponse):
+    """A handler's JSON answer, carrying the security headers upstream adds."""
+
+    media_type = JSON_CONTENT_TYPE
+
+    def __init__(
+        self,
+        content: Any,
+        status_code: int = 200,
+        headers: dict[str, str] | None = None,
+        secure: bool = True,
+    ) -> None:
+        merged = dict(SECURITY_HEADERS) if secure else {}
+        if headers:
+            merged.update(headers)
+        super().__init__(dumps(content), status_code=status_code, headers=merged)
+
+
+class PlainTextResponse(ExactResponse):
+    """aiohttp's framework answers (404, 405, 500): text/plain with a charset, no extras."""
+
+    media_type = "text/plain; charset=utf-8"
+
+    def __init__(self, text: str, status_code: int, headers: dict[str, str] | None = None) -> None:
+        super().__init__(text.encode("utf-8"), status_code=status_code, headers=headers)
+
+
+class EmptyResponse(ExactResponse):
+    """The bare CORS refusal: a status and nothing else."""
+
+    def __init__(self, status_code: int) -> None:
+        super().__init__(b"", status_code=status_code)
+
+    def init_headers(self, headers: Any = None) -> None:
+        """Only Content-Length: 0, as aiohttp sends it."""
+        self.raw_headers = [(b"content-length", b"0")]
+
+
+NOT_FOUND_TEXT = "404: Not Found"
+METHOD_NOT_ALLOWED_TEXT = "405: Method Not Allowed"
+SERVER_ERROR_TEXT = "500 Internal Server Error\n\nServer got itself in trouble"

@@ -1,0 +1,66 @@
+"""A small router that matches on the raw path, so `%2F` stays inside one id segment.
+
+aiohttp matches `{session_id}` against one raw path segment and then percent-decodes
+it: `/api/sessions/a%2Fb` addresses the id `a/b`. ASGI servers hand Starlette an
+already-decoded path, where that distinction is lost, hence this module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+from urllib.parse import unquote
+
+Endpoint = Callable[..., Awaitable[Any]]
+
+
+@dataclass
+class Route:
+    """One path template and the endpoint for each method it accepts."""
+
+    name: str
+    template: str
+    methods: dict[str, Endpoint] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.parts = self.template.split("/")
+
+    def match(self, segments: list[str]) -> dict[str, str] | None:
+        if len(segments) != len(self.parts):
+            return None
+        params: dict[str, str] = {}
+        for pattern, raw in zip(self.parts, segments):
+            if pattern.startswith("{"):
+                if not raw:
+                    return None
+                params[pattern[1:-1]] = unquote(raw, errors="replace")
+            elif pattern != raw:
+                return None
+        return params
+
+    @property
+    def allow(self) -> str:
+        """The `Allow` header of a 405, formatted as aiohttp does."""
+        return ",".join(sorted(self.methods))
+
+
+@dataclass
+class Match:
+    route: Route | None
+    params: dict[str, str]
+    endpoint: Endpoint | None
+
+
+class Router:
+    """Resolve (method, raw path) to an endpoint, a 405 candidate, or nothing."""
+
+    def __init__(self, routes: list[Route]) -> None:
+        self.routes = routes
+
+    def resolve(self, method: str, raw_path: str) -> Match:
+        segments = raw_path.split("/")
+        for route in self.routes:
+            params = route.match(segments)
+            if params is not None:
+                return Match(route, params, route.methods.get(method))
+        return Match(None, {}, None)

@@ -1,0 +1,1 @@
+"""Thin handlers: parse → domain → store → response. Errors are raised, never rendered here."""

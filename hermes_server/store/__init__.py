@@ -1,0 +1,1 @@
+"""Everything SQL lives here: the only package that knows the state.db schema."""

@@ -1,0 +1,179 @@
+"""The connection layer: one writer thread, a pool of reader threads, lazy open.
+
+Datasette's pattern: every write runs on a single dedicated thread that owns the
+only write connection and wraps each operation in `BEGIN IMMEDIATE … COMMIT`,
+retrying with jitter while another process holds the lock (bounded by time, not
+attempts). Reads run on a small thread pool, each thread with its own connection;
+in WAL mode they see the last commit and never wait behind the writer. A request
+costs one thread hop per operation, and the event loop never blocks on SQLite.
+
+Nothing is cached between operations, so a commit by another process (real
+Hermes, a CLI, a test) is visible to the very next read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import sqlite3
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+from hermes_server.store import migrate
+from hermes_server.store.errors import DatabaseUnavailable, SchemaMismatch
+
+log = logging.getLogger("hermes_server.store")
+
+T = TypeVar("T")
+
+# Upstream's retry window: a uniformly random pause between attempts.
+_RETRY_PAUSE = (0.02, 0.15)
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    text = str(exc).lower()
+    return "locked" in text or "busy" in text
+
+
+def connect(path: Path, *, readonly: bool = False) -> sqlite3.Connection:
+    """Open one connection with the settings every hermes-server connection shares."""
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=1.0)
+    conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA foreign_keys=ON")
+    if readonly:
+        conn.execute("PRAGMA query_only=ON")
+        conn.execute("PRAGMA busy_timeout=5000")
+    return conn
+
+
+class Database:
+    """Access to one state.db, opened on first use and re-tried until it opens."""
+
+    def __init__(self, path: Path, *, reader_threads: int = 4, write_retry_seconds: float = 15.0) -> None:
+        self.path = path
+        self.write_retry_seconds = write_retry_seconds
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="hs-writer")
+        self._readers = ThreadPoolExecutor(reader_threads, thread_name_prefix="hs-reader")
+        self._writer_conn: sqlite3.Connection | None = None
+        self._reader_conns: list[sqlite3.Connection] = []
+        self._local = threading.local()
+        self._open_lock: asyncio.Lock | None = None
+        self._closed = False
+
+    # -- opening -----------------------------------------------------------
+
+    @property
+    def is_open(self) -> bool:
+        return self._writer_conn is not None
+
+    async def ensure_open(self) -> None:
+        """Open (and if new, create) state.db; raise DatabaseUnavailable if impossible.
+
+        A failure is not remembered: the next request tries again, so the server
+        recovers by itself once the storage problem is fixed.
+        """
+        if self._writer_conn is not None:
+            return
+        if self._open_lock is None:
+            self._open_lock = asyncio.Lock()
+        async with self._open_lock:
+            if self._writer_conn is None:
+                loop = asyncio.get_running_loop()
+                await loop.run_in_executor(self._writer, self._open_writer)
+
+    def _open_writer(self) -> None:
+        if self._closed:
+            raise DatabaseUnavailable("database is closed")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = connect(self.path)
+        except (OSError, sqlite3.Error) as exc:
+            raise DatabaseUnavailable(f"cannot open {self.path}: {exc}") from exc
+        try:
+            migrate.prepare(conn, self.path)
+        except SchemaMismatch:
+            conn.close()
+            raise
+        except sqlite3.Error as exc:
+            conn.close()
+            raise DatabaseUnavailable(f"cannot prepare {self.path}: {exc}") from exc
+        self._writer_conn = conn
+
+    def _reader(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = connect(self.path, readonly=True)
+            self._local.conn = conn
+            self._reader_conns.append(conn)
+        return conn
+
+    # -- running operations ------------------------------------------------
+
+    async def read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run `fn(conn, *args, **kwargs)` on a reader thread inside one read transaction."""
+        await self.ensure_open()
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._readers, self._run_read, lambda conn: fn(conn, *args, **kwargs))
+
+    async def write(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run `fn(conn, *args, **kwargs)` on the writer thread inside `BEGIN IMMEDIATE … COMMIT`."""
+        await self.ensure_open()
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._writer, self._run_write, lambda conn: fn(conn, *args, **kwargs))
+
+    def _run_read(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        conn = self._reader()
+        conn.execute("BEGIN")
+        try:
+            return op(conn)
+        finally:
+            conn.execute("COMMIT")
+
+    def _run_write(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        conn = self._writer_conn
+        if conn is None:
+            raise DatabaseUnavailable("database is closed")
+        deadline = time.monotonic() + self.write_retry_seconds
+        while True:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    result = op(conn)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+                return result
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc) or time.monotonic() >= deadline:
+                    raise
+                log.debug("state.db is locked by another writer; retrying")
+                time.sleep(random.uniform(*_RETRY_PAUSE))
+
+    # -- closing -----------------------------------------------------------
+
+    def _close_all(self) -> None:
+        self._closed = True
+        for conn in self._reader_conns:
+            conn.close()
+        self._reader_conns.clear()
+        if self._writer_conn is not None:
+            try:
+                self._writer_conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error as exc:
+                log.warning("WAL checkpoint at shutdown failed: %s", exc)
+            self._writer_conn.close()
+            self._writer_conn = None
+
+    async def close(self) -> None:
+        """Finish queued writes, checkpoint the WAL and close every connection."""
+        loop = asyncio.get_running_loop()
+        self._readers.shutdown(wait=True)
+        await loop.run_in_executor(self._writer, self._close_all)
+        self._writer.shutdown(wait=True)
+

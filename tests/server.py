@@ -1,0 +1,97 @@
+"""Run a real hermes-server (uvicorn, loopback, ephemeral port, real state.db) for tests.
+
+Tests talk to it over real sockets with httpx; nothing is in-process, so streaming,
+shutdown and storage behave as they do for users.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+KEY = "test-key-0123456789abcdef"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class RunningServer:
+    """A hermes-server process and a client bound to it."""
+
+    home: Path
+    port: int
+    key: str | None
+    process: subprocess.Popen
+    log_path: Path
+    client: httpx.Client = field(init=False)
+
+    def __post_init__(self) -> None:
+        headers = {"Authorization": f"Bearer {self.key}"} if self.key else {}
+        self.client = httpx.Client(base_url=self.url, headers=headers, timeout=30.0)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def db_path(self) -> Path:
+        return self.home / "state.db"
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> int:
+        """Stop the process we started (by PID) and wait for it."""
+        self.client.close()
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+        return self.process.returncode
+
+
+def start_server(home: Path, *extra: str, key: str | None = KEY, env: dict[str, str] | None = None,
+                 port: int | None = None, wait: float = 20.0) -> RunningServer:
+    """Start `hermes-server serve` and wait until /health answers."""
+    port = port or free_port()
+    args = [sys.executable, "-m", "hermes_server", "serve", "--home", str(home), "--host", "127.0.0.1",
+            "--port", str(port)]
+    args += ["--api-key", key] if key else ["--no-auth"]
+    args += list(extra)
+    log_path = home.parent / f"server-{port}.log"
+    run_env = {k: v for k, v in os.environ.items() if not k.startswith(("API_SERVER_", "HERMES_"))}
+    run_env.update(env or {})
+    log_file = open(log_path, "wb")
+    process = subprocess.Popen(args, stdout=log_file, stderr=subprocess.STDOUT, env=run_env)
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"hermes-server exited with {process.returncode}:\n{log_path.read_text()}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=0.5).status_code == 200:
+                return RunningServer(home, port, key, process, log_path)
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    process.kill()
+    raise RuntimeError(f"hermes-server did not answer within {wait}s:\n{log_path.read_text()}")
+
+
+def error(code: str | None, message: str, param: Any = None) -> dict[str, Any]:
+    """The standard envelope, for equality assertions."""
+    return {"error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}}
