@@ -13,7 +13,7 @@ $(BIN)/python:
 	$(BIN)/pip install -q --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install -q -e '.[test]' 2>&1 | grep -v '^WARNING: Location' || true
+	$(BIN)/pip install -q -e '.[test]'
 	touch $(STAMP)
 
 serve: $(STAMP)
