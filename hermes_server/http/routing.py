@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
-from urllib.parse import unquote
+
+from hermes_server.http.paths import path_safe, segment_value
 
 Endpoint = Callable[..., Awaitable[Any]]
 
@@ -31,9 +32,10 @@ class Route:
         params: dict[str, str] = {}
         for pattern, raw in zip(self.parts, segments):
             if pattern.startswith("{"):
-                if not raw:
+                # aiohttp's `{name}` pattern is `[^{}/]+` on the path_safe text.
+                if not raw or "{" in raw or "}" in raw:
                     return None
-                params[pattern[1:-1]] = unquote(raw, errors="replace")
+                params[pattern[1:-1]] = segment_value(raw)
             elif pattern != raw:
                 return None
         return params
@@ -58,7 +60,7 @@ class Router:
         self.routes = routes
 
     def resolve(self, method: str, raw_path: str) -> Match:
-        segments = raw_path.split("/")
+        segments = path_safe(raw_path).split("/")
         for route in self.routes:
             params = route.match(segments)
             if params is not None:
