@@ -1,0 +1,1 @@
+"""Benchmarks: datasets, a bare ceiling app and the wrk runner behind `make bench`."""

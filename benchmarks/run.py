@@ -1,0 +1,239 @@
+"""`make bench`: hermes-server against upstream hermes-agent 0.19.0 and a bare ceiling, in one run.
+
+For each dataset size, fresh copies of the same cached state.db are served by
+hermes-server and (at the sizes in --upstream-sizes, when the oracle's
+virtualenv exists) by upstream; a bare Starlette app serves the same bytes from
+memory. Every route is driven by wrk at 1 and 32 connections, servers
+interleaved per route so they see the same machine conditions. Then fresh
+servers go through a mixed soak while their resident memory is sampled.
+The figures, their ratios, the targets of issue 6 and a description of the
+machine go to docs/benchmarks.md (plus a JSON copy under benchmarks/results/).
+
+    python -m benchmarks.run            # full: 1k, 10k, 100k; 8 s per run; 30 s soak
+    python -m benchmarks.run --quick    # 1k and 10k; 2 s per run; 10 s soak; prints only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from benchmarks import dataset, machine, report, servers, wrk
+from benchmarks.wrk import Call
+
+REPO = Path(__file__).resolve().parent.parent
+PORT_BASE = 18950
+CONNECTIONS = (1, 32)
+SAMPLE_IDS = 256
+
+# name → the requests wrk sends. `{id}` rotates over existing sessions; `{n}` is run-unique.
+ROUTES: dict[str, list[Call]] = {
+    "list": [Call("GET", "/api/sessions?limit=50")],
+    "get": [Call("GET", "/api/sessions/{id}")],
+    "messages": [Call("GET", "/api/sessions/{id}/messages")],
+    "create": [Call("POST", "/api/sessions", '{"id": "bc_{n}"}')],
+    "patch": [Call("PATCH", "/api/sessions/{id}", '{"title": "bench patch {n}"}')],
+    "fork": [Call("POST", "/api/sessions/{id}/fork", "{}")],
+    "chat": [Call("POST", "/api/sessions/{id}/chat", '{"message": "hello {n}"}')],
+}
+CEILING_ROUTES = ("list", "get", "messages", "create")
+# The soak's mix, one entry per request in a cycle of twelve.
+SOAK_MIX = ["get", "get", "get", "get", "messages", "messages", "messages", "list", "create", "patch", "chat", "fork"]
+
+
+def sample_ids(count: int) -> list[str]:
+    """Ids spread evenly over the dataset (plain rows, chain members and forks alike)."""
+    step = max(1, count // SAMPLE_IDS)
+    return [dataset.session_id(i) for i in range(0, count, step)][:SAMPLE_IDS]
+
+
+def route_available(server: servers.Server, route: str) -> bool:
+    """False when hermes-server does not serve the route yet (framework 404, not a JSON 404)."""
+    call = ROUTES[route][0]
+    path = call.path.replace("{id}", "no-such-session-for-probe")
+    headers = {"Authorization": f"Bearer {server.key}"}
+    answer = httpx.request(call.method, server.url + path, headers=headers, content=b"{}", timeout=10)
+    return not answer.text.startswith("404: Not Found")
+
+
+def ceiling_bodies(server: servers.Server, ids: list[str]) -> dict[str, str]:
+    """The exact bodies hermes-server gives for the read paths, for the ceiling to replay."""
+    headers = {"Authorization": f"Bearer {server.key}"}
+    bodies: dict[str, str] = {}
+    with httpx.Client(base_url=server.url, headers=headers, timeout=30) as client:
+        bodies["/api/sessions?limit=50"] = client.get("/api/sessions?limit=50").text
+        for sid in ids:
+            bodies[f"/api/sessions/{sid}"] = client.get(f"/api/sessions/{sid}").text
+            bodies[f"/api/sessions/{sid}/messages"] = client.get(f"/api/sessions/{sid}/messages").text
+    bodies["POST /api/sessions"] = bodies[f"/api/sessions/{ids[0]}"]
+    return bodies
+
+
+class Bench:
+    """One benchmark run: options, scratch space and the results gathered so far."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.wrk = wrk.ensure_wrk()
+        self.work = Path(tempfile.mkdtemp(prefix="hermes-bench-"))
+        self.runs = 0
+        self.results: dict[str, Any] = {"sizes": {}, "soak": {}}
+
+    def log(self, text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    def drive(self, server: servers.Server, calls: list[Call], ids: list[str], connections: int,
+              seconds: float) -> wrk.Result:
+        self.runs += 1
+        return wrk.run(server.url, calls, ids, tag=f"r{int(time.time()) % 100000}x{self.runs}_", key=server.key,
+                       connections=connections, seconds=seconds, wrk_path=self.wrk)
+
+    def start_all(self, size: int, with_upstream: bool, slot: int) -> list[servers.Server]:
+        port = PORT_BASE + slot * 4
+        home = self.work / f"hermes-{size}-{slot}"
+        dataset.copy_to(dataset.cached(size), home)
+        started = [servers.start_hermes(home, port)]
+        if with_upstream:
+            up_home = self.work / f"upstream-{size}-{slot}"
+            dataset.copy_to(dataset.cached(size, "upstream", self.args.oracle_venv), up_home)
+            started.append(servers.start_upstream(up_home, port + 1, self.args.oracle_venv))
+        return started
+
+    def bench_size(self, size: int, slot: int) -> None:
+        with_upstream = size in self.args.upstream_sizes and self.oracle
+        ids = sample_ids(size)
+        started = self.start_all(size, with_upstream, slot)
+        hermes = started[0]
+        try:
+            ceiling = servers.start_ceiling(ceiling_bodies(hermes, ids), self.work, PORT_BASE + slot * 4 + 3)
+            started.append(ceiling)
+            routes = [r for r in ROUTES if route_available(hermes, r)]
+            per_route: dict[str, Any] = {}
+            for route in routes:
+                targets = [s for s in started if s.name != "ceiling" or route in CEILING_ROUTES]
+                per_route[route] = {}
+                for connections in CONNECTIONS:
+                    row: dict[str, Any] = {}
+                    for server in targets:
+                        result = self.drive(server, ROUTES[route], ids, connections, self.args.seconds)
+                        row[server.name] = result.as_dict()
+                        self.log(f"  {size:>7} {route:<9} c={connections:<3} {server.name:<14} "
+                                 f"{result.rps:9.1f} req/s  p50 {result.p50_ms:8.2f} ms  p99 {result.p99_ms:8.2f} ms"
+                                 + (f"  ERRORS {result.errors}+{result.bad_status}" if result.errors or result.bad_status else ""))
+                    per_route[route][str(connections)] = row
+            self.results["sizes"][str(size)] = {"upstream": with_upstream, "routes": per_route}
+        finally:
+            for server in started:
+                server.stop()
+
+    def soak(self, size: int, slot: int) -> None:
+        """A mixed load at 32 connections on fresh servers, sampling resident memory."""
+        with_upstream = size in self.args.upstream_sizes and self.oracle
+        ids = sample_ids(size)
+        started = self.start_all(size, with_upstream, slot)
+        try:
+            routes = set(r for r in ROUTES if route_available(started[0], r))
+            mix = [ROUTES[name][0] for name in SOAK_MIX if name in routes]
+            for server in started:
+                before = server.rss_kb()[0]
+                peak = [before]
+                stop = threading.Event()
+
+                def sample() -> None:
+                    while not stop.wait(0.2):
+                        peak.append(server.rss_kb()[0])
+
+                sampler = threading.Thread(target=sample, daemon=True)
+                sampler.start()
+                result = self.drive(server, mix, ids, 32, self.args.soak_seconds)
+                stop.set()
+                sampler.join()
+                after, high_water = server.rss_kb()
+                self.results["soak"][server.name] = {
+                    "size": size, "seconds": self.args.soak_seconds, "start_mb": round(before / 1024, 1),
+                    "end_mb": round(after / 1024, 1), "peak_mb": round(max(max(peak), high_water) / 1024, 1),
+                    "load": result.as_dict(), "mix": [f"{c.method} {c.path}" for c in mix],
+                }
+                self.log(f"  soak {server.name}: {result.rps:.0f} req/s, RSS {before / 1024:.1f} → "
+                         f"{after / 1024:.1f} MB, peak {max(max(peak), high_water) / 1024:.1f} MB")
+        finally:
+            for server in started:
+                server.stop()
+
+    def run(self) -> dict[str, Any]:
+        self.oracle = servers.oracle_available(self.args.oracle_venv) and not self.args.no_upstream
+        if not self.oracle:
+            self.log("bench: upstream comparison skipped (no oracle virtualenv at "
+                     f"{self.args.oracle_venv}; create it with ../shared/oracle/setup.sh)")
+        self.results["machine"] = machine.describe()
+        self.results["options"] = {
+            "mode": "quick" if self.args.quick else "full", "sizes": self.args.sizes,
+            "upstream_sizes": self.args.upstream_sizes if self.oracle else [],
+            "seconds_per_run": self.args.seconds, "soak_seconds": self.args.soak_seconds,
+            "connections": list(CONNECTIONS),
+        }
+        started = time.time()
+        for size in self.args.sizes:
+            dataset.cached(size)
+            if self.oracle and size in self.args.upstream_sizes:
+                dataset.cached(size, "upstream", self.args.oracle_venv)
+        for slot, size in enumerate(self.args.sizes):
+            self.log(f"bench: {size} sessions")
+            self.bench_size(size, slot)
+        self.log(f"bench: {self.args.soak_seconds:.0f} s mixed soak at {self.args.soak_size} sessions")
+        self.soak(self.args.soak_size, len(self.args.sizes))
+        self.results["elapsed_seconds"] = round(time.time() - started)
+        shutil.rmtree(self.work, ignore_errors=True)
+        return self.results
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="1k and 10k sessions, 2 s runs, 10 s soak; no doc")
+    parser.add_argument("--sizes", type=int, nargs="+", help="dataset sizes (sessions)")
+    parser.add_argument("--seconds", type=float, help="seconds per wrk run")
+    parser.add_argument("--soak-seconds", type=float, help="length of the mixed soak")
+    parser.add_argument("--soak-size", type=int, default=10_000, help="dataset size of the soak (default 10000)")
+    parser.add_argument("--upstream-sizes", type=int, nargs="*", default=[10_000],
+                        help="sizes at which upstream is measured too (default 10000)")
+    parser.add_argument("--no-upstream", action="store_true", help="skip the upstream comparison")
+    parser.add_argument("--oracle-venv", type=Path, default=dataset.ORACLE_VENV,
+                        help="virtualenv with hermes-agent 0.19.0 (default /tmp/hermes-oracle-venv)")
+    parser.add_argument("--doc", type=Path, help="write the report here (full mode default: docs/benchmarks.md)")
+    args = parser.parse_args(argv)
+    if args.sizes is None:
+        args.sizes = [1000, 10_000] if args.quick else [1000, 10_000, 100_000]
+    args.seconds = args.seconds or (2.0 if args.quick else 8.0)
+    args.soak_seconds = args.soak_seconds or (10.0 if args.quick else 30.0)
+    if args.doc is None and not args.quick:
+        args.doc = REPO / "docs" / "benchmarks.md"
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    results = Bench(args).run()
+    out_dir = REPO / "benchmarks" / "results"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    (out_dir / f"{stamp}.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
+    text = report.render(results)
+    print(text)
+    if args.doc:
+        args.doc.write_text(text, encoding="utf-8")
+        print(f"bench: wrote {args.doc}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

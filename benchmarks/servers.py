@@ -1,0 +1,113 @@
+"""Processes under test: hermes-server, upstream hermes-agent 0.19.0, and the ceiling app.
+
+Each is started by us, on a loopback port, and stopped by its PID. The upstream
+oracle is optional: it needs the virtualenv `../shared/oracle/setup.sh` creates.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+HERMES_KEY = "bench-key-0123456789abcdef"
+UPSTREAM_KEY = "oracle-test-key-0123456789abcdef"
+REPO = Path(__file__).resolve().parent.parent
+ORACLE_DIR = REPO.parent / "shared" / "oracle"
+
+
+@dataclass
+class Server:
+    """A running server: where to reach it, its key, and the PID whose memory we watch."""
+
+    name: str
+    url: str
+    key: str | None
+    pid: int
+    stop_command: list[str] | None = None
+    process: subprocess.Popen | None = None
+
+    def rss_kb(self) -> tuple[int, int]:
+        """(current RSS, peak RSS) in kB, from /proc."""
+        fields: dict[str, int] = {}
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            name, _, value = line.partition(":")
+            if name in ("VmRSS", "VmHWM"):
+                fields[name] = int(value.split()[0])
+        return fields.get("VmRSS", 0), fields.get("VmHWM", 0)
+
+    def stop(self) -> None:
+        if self.stop_command:
+            subprocess.run(self.stop_command, capture_output=True, timeout=30)
+        elif self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+
+
+def _wait_health(url: str, process: subprocess.Popen | None, log: Path, seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"{url} exited with {process.returncode}; see {log}")
+        try:
+            if httpx.get(url + "/health", timeout=1.0).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"{url} did not come up; see {log}")
+
+
+def _spawn(args: list[str], log: Path) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("API_SERVER_", "HERMES_"))}
+    with open(log, "wb") as out:
+        return subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO)
+
+
+def start_hermes(home: Path, port: int, *extra: str) -> Server:
+    """hermes-server over `home/state.db` with the default (echo) agent."""
+    log = home.parent / f"{home.name}.log"
+    process = _spawn([sys.executable, "-m", "hermes_server", "serve", "--home", str(home), "--host", "127.0.0.1",
+                      "--port", str(port), "--api-key", HERMES_KEY, "--log-level", "warning", *extra], log)
+    url = f"http://127.0.0.1:{port}"
+    _wait_health(url, process, log)
+    return Server("hermes-server", url, HERMES_KEY, process.pid, process=process)
+
+
+def oracle_available(venv: Path) -> bool:
+    return (venv / "bin" / "python").is_file() and (ORACLE_DIR / "start_upstream.sh").is_file()
+
+
+def start_upstream(home: Path, port: int, venv: Path) -> Server:
+    """Upstream's API server (adapter only) plus its mock model, via the oracle scripts."""
+    env = {**os.environ, "ORACLE_VENV": str(venv), "API_SERVER_KEY": UPSTREAM_KEY}
+    proc = subprocess.run([str(ORACLE_DIR / "start_upstream.sh"), str(home), str(port), str(port + 1)],
+                          capture_output=True, text=True, env=env, timeout=120)
+    ready = [line for line in proc.stdout.splitlines() if line.startswith("READY ")]
+    if proc.returncode != 0 or not ready:
+        raise RuntimeError(f"upstream did not start:\n{proc.stdout}\n{proc.stderr}")
+    fields = dict(part.split("=", 1) for part in ready[0].split()[1:])
+    return Server("upstream", fields["api"], fields["key"] or None, int(fields["api_pid"]),
+                  stop_command=[str(ORACLE_DIR / "stop_upstream.sh"), str(home)])
+
+
+def start_ceiling(bodies: dict[str, str], work: Path, port: int) -> Server:
+    """The bare Starlette app serving `bodies` (path → exact body text)."""
+    path = work / f"ceiling-{port}.json"
+    path.write_text(json.dumps(bodies), encoding="utf-8")
+    log = work / f"ceiling-{port}.log"
+    process = _spawn([sys.executable, "-m", "benchmarks.ceiling", str(path), str(port)], log)
+    url = f"http://127.0.0.1:{port}"
+    _wait_health(url, process, log)
+    return Server("ceiling", url, None, process.pid, process=process)
