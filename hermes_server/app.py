@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-import uuid
+from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import quote
 
@@ -28,12 +28,13 @@ from hermes_server.http.responses import (
     PlainTextResponse,
 )
 from hermes_server.http.routing import Route, Router
+from hermes_server.logs import log_access, log_failure, new_request_id
+from hermes_server.openapi import AUTH_ERRORS, BODY_ERRORS, SESSION_ERRORS, STORE_ERRORS, Operation
 from hermes_server.routes import discovery, sessions
 from hermes_server.services import Services
 from hermes_server.store.db import Database
 
 log = logging.getLogger("hermes_server")
-access_log = logging.getLogger("hermes_server.access")
 
 _BODY_METHODS = {"POST", "PUT", "PATCH"}
 _CORS_BASE = {
@@ -43,18 +44,53 @@ _CORS_BASE = {
 
 
 def build_routes() -> list[Route]:
-    """Every served path, with its name (used in logs) and methods."""
+    """Every served path: its name (used in logs), methods, and what each method promises.
+
+    The `Operation` of each method is the only description of the API: /openapi.json and
+    /v1/capabilities are generated from this table.
+    """
     return [
-        Route("health", "/health", {"GET": discovery.health}),
-        Route("health", "/v1/health", {"GET": discovery.health}),
-        Route("sessions", "/api/sessions", {"GET": sessions.list_sessions, "POST": sessions.create_session}),
+        Route("health", "/health", {"GET": discovery.health}, {
+            "GET": Operation("Liveness", {200: "Health"}, "health", auth=False)}),
+        Route("v1_health", "/v1/health", {"GET": discovery.health}, {
+            "GET": Operation("Liveness (alias of /health)", {200: "Health"}, auth=False)}),
+        Route("health_detailed", "/health/detailed", {"GET": discovery.health_detailed}, {
+            "GET": Operation("Readiness checks and runtime counters",
+                             {200: "HealthDetailed", **AUTH_ERRORS}, "health_detailed")}),
+        Route("models", "/v1/models", {"GET": discovery.models}, {
+            "GET": Operation("The advertised model", {200: "ModelList", **AUTH_ERRORS}, "models")}),
+        Route("capabilities", "/v1/capabilities", {"GET": discovery.capabilities}, {
+            "GET": Operation("What this server serves", {200: "Capabilities", **AUTH_ERRORS})}),
+        Route("openapi", "/openapi.json", {"GET": discovery.openapi}, {
+            "GET": Operation("This OpenAPI document", {200: "OpenAPIDocument"}, auth=False)}),
+        Route("sessions", "/api/sessions", {"GET": sessions.list_sessions, "POST": sessions.create_session}, {
+            "GET": Operation("List sessions, newest activity first", {200: "SessionList", **STORE_ERRORS},
+                             "sessions", ("session_resources",),
+                             query=("limit", "offset", "source", "include_children")),
+            "POST": Operation("Create a session", {201: "Session", 409: "Conflict", **BODY_ERRORS, **STORE_ERRORS},
+                              "session_create", ("session_resources",), body="CreateSession"),
+        }),
         Route("session", "/api/sessions/{session_id}", {
             "GET": sessions.get_session,
             "PATCH": sessions.patch_session,
             "DELETE": sessions.delete_session,
+        }, {
+            "GET": Operation("Get one session by its exact id", {200: "Session", **SESSION_ERRORS},
+                             "session", ("session_resources",)),
+            "PATCH": Operation("Change the title or close the session", {200: "Session", **BODY_ERRORS, **SESSION_ERRORS},
+                               "session_update", ("session_resources",), body="PatchSession"),
+            "DELETE": Operation("Delete a session and its messages", {200: "SessionDeleted", **SESSION_ERRORS},
+                                "session_delete", ("session_resources",)),
         }),
-        Route("session_messages", "/api/sessions/{session_id}/messages", {"GET": sessions.list_messages}),
-        Route("session_fork", "/api/sessions/{session_id}/fork", {"POST": sessions.fork_session}),
+        Route("session_messages", "/api/sessions/{session_id}/messages", {"GET": sessions.list_messages}, {
+            "GET": Operation("The active messages of the session's transcript", {200: "MessageList", **SESSION_ERRORS},
+                             "session_messages", ("session_resources",)),
+        }),
+        Route("session_fork", "/api/sessions/{session_id}/fork", {"POST": sessions.fork_session}, {
+            "POST": Operation("Fork a session into a new one with a copy of its messages",
+                              {201: "Session", 409: "Conflict", **BODY_ERRORS, **SESSION_ERRORS},
+                              "session_fork", ("session_fork",), body="ForkSession"),
+        }),
     ]
 
 
@@ -102,6 +138,10 @@ class HermesApp:
             ),
         )
         self.router = Router(build_routes())
+        # When this app began serving, as /health/detailed reports it.
+        self.started_at = datetime.now(timezone.utc).isoformat()
+        # Requests being handled, by request id (their ASGI scopes).
+        self._active: dict[str, Scope] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -115,65 +155,101 @@ class HermesApp:
             if message["type"] == "lifespan.startup":
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
+                # Chat turns still running finish (and write) before the database closes.
+                await self.services.drain_turns()
+                await self.services.agent.aclose()
                 await self.services.db.close()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
-        status = {"code": 0}
+        request_id = new_request_id()
+        # Starlette's `request.app` reads this: discovery handlers describe this app's routes.
+        scope["app"] = self
+        scope["hermes.request_id"] = request_id
+        status = 0
 
         async def send_and_note(message: Message) -> None:
+            nonlocal status
             if message["type"] == "http.response.start":
-                status["code"] = message["status"]
+                status = message["status"]
             await send(message)
 
-        request = Request(scope, receive)
-        route_name = "-"
+        self._active[request_id] = scope
+        route: Route | None = None
         try:
-            response, route_name = await self.dispatch(request)
+            response, route = await self.dispatch(Request(scope, receive))
             await response(scope, receive, send_and_note)
+        except Exception as exc:  # noqa: BLE001 - a bug while streaming a response: report once, end cleanly
+            log_failure(exc, scope["method"], route.template if route else None, request_id)
+            await self._end_failed_response(send_and_note, started_response=status != 0)
+            status = status or 500
         finally:
-            access_log.info(
-                "%s %s %s %.1fms session=%s",
-                scope["method"], route_name, status["code"],
-                (time.perf_counter() - started) * 1000,
-                scope.get("path_params", {}).get("session_id", "-") if route_name != "-" else "-",
-            )
+            del self._active[request_id]
+            session_id = scope.get("path_params", {}).get("session_id") if route else None
+            log_access(scope["method"], route.template if route else None, status,
+                       time.perf_counter() - started, session_id, request_id)
 
-    async def dispatch(self, request: Request) -> tuple[Response, str]:
-        """Run the pipeline for one request; returns the response and the route name."""
+    @staticmethod
+    async def _end_failed_response(send: Send, *, started_response: bool) -> None:
+        """Give the client upstream's bare 500, or end a started body so the stream closes cleanly."""
+        try:
+            if not started_response:
+                await PlainTextResponse(SERVER_ERROR_TEXT, 500)({"type": "http"}, _no_receive, send)
+            else:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except Exception:  # noqa: BLE001 - the client is gone; nothing more to tell it
+            log.debug("could not finish a failed response", exc_info=True)
+
+    def in_flight(self, features: frozenset[str]) -> int:
+        """Requests now running an operation that provides any of `features` (e.g. agent turns)."""
+        count = 0
+        for scope in list(self._active.values()):
+            route = scope.get("hermes.route")
+            op = route.docs.get(scope["method"]) if route else None
+            if op is not None and features.intersection(op.features):
+                count += 1
+        return count
+
+    async def dispatch(self, request: Request) -> tuple[Response, Route | None]:
+        """Run the pipeline for one request; returns the response and the matched route."""
         settings = self.settings
         origin = request.headers.get("origin", "")
         if not _origin_allowed(settings, origin):
-            return EmptyResponse(403), "-"
+            return EmptyResponse(403), None
         cors = cors_headers(settings, origin)
         method = request.method
         if method == "OPTIONS":
-            return (EmptyResponse(403) if cors is None else Response(status_code=200, headers=cors)), "-"
+            return (EmptyResponse(403) if cors is None else Response(status_code=200, headers=cors)), None
         if method in _BODY_METHODS:
             refused = _content_length_error(request, settings.max_request_bytes)
             if refused is not None:
-                return refused, "-"
+                return refused, None
         raw_path = request.scope.get("raw_path") or quote(request.scope["path"]).encode()
         match = self.router.resolve(method, raw_path.decode("latin-1"))
         if match.route is None:
-            return PlainTextResponse(NOT_FOUND_TEXT, 404), "-"
+            return PlainTextResponse(NOT_FOUND_TEXT, 404), None
         if match.endpoint is None:
-            return PlainTextResponse(METHOD_NOT_ALLOWED_TEXT, 405, {"Allow": match.route.allow}), match.route.name
+            return PlainTextResponse(METHOD_NOT_ALLOWED_TEXT, 405, {"Allow": match.route.allow}), match.route
         request.scope["path_params"] = match.params
+        request.scope["hermes.route"] = match.route
         try:
             response = await match.endpoint(request, self.services)
         except Exception as exc:  # noqa: BLE001 - mapped below, or reported as a bug
-            response = error_response(exc) or self._crash(exc, request)
+            response = error_response(exc) or self._crash(exc, request, match.route)
         if cors:
             response.headers.update(cors)
-        return response, match.route.name
+        return response, match.route
 
-    def _crash(self, exc: Exception, request: Request) -> Response:
-        request_id = uuid.uuid4().hex[:12]
-        log.error("request %s %s failed (request id %s)", request.method, request.url.path, request_id, exc_info=exc)
+    @staticmethod
+    def _crash(exc: Exception, request: Request, route: Route) -> Response:
+        log_failure(exc, request.method, route.template, request.scope["hermes.request_id"])
         return PlainTextResponse(SERVER_ERROR_TEXT, 500)
+
+
+async def _no_receive() -> Message:
+    return {"type": "http.disconnect"}
 
 
 def create_app(settings: Settings, **kwargs: Any) -> HermesApp:

@@ -8,20 +8,28 @@ already-decoded path, where that distinction is lost, hence this module.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from hermes_server.http.paths import path_safe, segment_value
+
+if TYPE_CHECKING:
+    from hermes_server.openapi import Operation
 
 Endpoint = Callable[..., Awaitable[Any]]
 
 
 @dataclass
 class Route:
-    """One path template and the endpoint for each method it accepts."""
+    """One path template and the endpoint for each method it accepts.
+
+    `docs` describes each method for /openapi.json and /v1/capabilities; every
+    method in `methods` needs one (tests/api/test_openapi.py checks).
+    """
 
     name: str
     template: str
     methods: dict[str, Endpoint] = field(default_factory=dict)
+    docs: dict[str, "Operation"] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.parts = self.template.split("/")

@@ -1,15 +1,190 @@
-"""Health and discovery endpoints that clients probe before using the session routes."""
+"""Health and discovery endpoints that clients probe before using the session routes.
+
+Shapes follow upstream 0.19.0 field for field. What they claim comes from the live
+route table (each route's `Operation`s), so `/v1/capabilities` and `/openapi.json`
+can only advertise what this instance actually serves.
+"""
 
 from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
 from hermes_server import UPSTREAM_VERSION
+from hermes_server.domain import readiness
+from hermes_server.http.auth import check_bearer
 from hermes_server.http.responses import HermesJSONResponse
+from hermes_server.openapi import build_document, operations
 from hermes_server.services import Services
+from hermes_server.store import health as store_health
+from hermes_server.store.errors import DatabaseUnavailable, SchemaMismatch
+
+PLATFORM = "hermes-agent"
+
+# Upstream's feature flags, in its order, with the value each has when served.
+# Flags no served operation provides are reported as false.
+FEATURES: tuple[tuple[str, bool | str], ...] = (
+    ("chat_completions", True),
+    ("chat_completions_streaming", True),
+    ("responses_api", True),
+    ("responses_streaming", True),
+    ("run_submission", True),
+    ("run_status", True),
+    ("run_events_sse", True),
+    ("run_stop", True),
+    ("run_approval_response", True),
+    ("tool_progress_events", True),
+    ("approval_events", True),
+    ("session_resources", True),
+    ("session_chat", True),
+    ("session_chat_streaming", True),
+    ("session_fork", True),
+    ("admin_config_rw", True),
+    ("jobs_admin", True),
+    ("memory_write_api", True),
+    ("skills_api", True),
+    ("audio_api", True),
+    ("realtime_voice", True),
+    ("session_continuity_header", "X-Hermes-Session-Id"),
+    ("session_key_header", "X-Hermes-Session-Key"),
+)
+
+# Upstream's endpoint names, in its order; served names not listed here come last.
+ENDPOINT_ORDER = (
+    "health", "health_detailed", "models", "chat_completions", "responses", "runs", "run_status",
+    "run_events", "run_approval", "run_stop", "skills", "toolsets", "sessions", "session_create",
+    "session", "session_update", "session_delete", "session_messages", "session_fork",
+    "session_chat", "session_chat_stream",
+)
+
+# Features whose operations run an agent turn: they count as active agents.
+AGENT_FEATURES = frozenset({"chat_completions", "session_chat", "session_chat_streaming"})
+
+RUNTIME = {
+    "mode": "server_agent",
+    "tool_execution": "server",
+    "split_runtime": False,
+    "description": (
+        "hermes-server runs its configured agent inside the server process (by default an "
+        "offline, deterministic one); no tool is executed on the client."
+    ),
+}
 
 
 async def health(request: Request, svc: Services) -> Response:
     """GET /health and /v1/health: unauthenticated liveness, shaped like upstream."""
-    return HermesJSONResponse({"status": "ok", "platform": "hermes-agent", "version": UPSTREAM_VERSION})
+    return HermesJSONResponse({"status": "ok", "platform": PLATFORM, "version": UPSTREAM_VERSION})
+
+
+async def _state_db_check(svc: Services) -> dict[str, Any]:
+    """Read the schema through the reader pool; a missing state.db is not created by a probe."""
+    if not svc.db.is_open and not svc.settings.db_path.exists():
+        return readiness.check(readiness.OK, "not initialized")
+    try:
+        await svc.db.read(store_health.ping)
+    except (DatabaseUnavailable, SchemaMismatch, sqlite3.Error) as exc:
+        # Only the class name: never paths or messages, which may carry secrets.
+        return readiness.check(readiness.DEGRADED, type(exc).__name__)
+    return readiness.check(readiness.OK)
+
+
+def _disk_check(home: Path) -> dict[str, Any]:
+    """Usage of the filesystem holding HERMES_HOME (its nearest existing ancestor before first use)."""
+    probe = home
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        usage = shutil.disk_usage(probe)
+    except OSError as exc:
+        return readiness.check(readiness.DEGRADED, type(exc).__name__)
+    return readiness.disk_check(usage.total, usage.used, usage.free)
+
+
+async def health_detailed(request: Request, svc: Services) -> Response:
+    """GET /health/detailed: upstream's readiness report, describing this process."""
+    check_bearer(request, svc.settings.api_key)
+    app = request.app
+    state = "running"
+    platforms = {"api_server": {
+        "state": "connected", "error_code": None, "error_message": None, "updated_at": app.started_at,
+    }}
+    active = app.in_flight(AGENT_FEATURES)
+    checks = {
+        "state_db": await _state_db_check(svc),
+        "config": readiness.check(readiness.OK),
+        "model": readiness.check(readiness.OK if svc.settings.model_name.strip() else readiness.DEGRADED),
+        "disk": _disk_check(svc.settings.home),
+        "gateway": readiness.gateway_check(state, platforms),
+        # hermes-server has no run queue, process completions or delegations.
+        "background_queues": readiness.check(
+            readiness.OK, active_api_runs=0, process_completions=0, active_delegations=0),
+    }
+    status = readiness.overall(checks)
+    return HermesJSONResponse({
+        "status": status,
+        "readiness": {"status": status, "checks": checks},
+        "platform": PLATFORM,
+        "version": UPSTREAM_VERSION,
+        "gateway_state": state,
+        "platforms": platforms,
+        "active_agents": active,
+        "gateway_busy": readiness.gateway_busy(state, active),
+        "gateway_drainable": readiness.gateway_drainable(state),
+        "exit_reason": None,
+        "updated_at": app.started_at,
+        "pid": os.getpid(),
+    })
+
+
+async def models(request: Request, svc: Services) -> Response:
+    """GET /v1/models: the one advertised model (hermes-server has no model-route aliases)."""
+    check_bearer(request, svc.settings.api_key)
+    name = svc.settings.model_name
+    return HermesJSONResponse({"object": "list", "data": [{
+        "id": name, "object": "model", "created": int(svc.now()), "owned_by": "hermes",
+        "permission": [], "root": name, "parent": None,
+    }]})
+
+
+def _rank(name: str) -> tuple[int, str]:
+    return (ENDPOINT_ORDER.index(name) if name in ENDPOINT_ORDER else len(ENDPOINT_ORDER), name)
+
+
+def capabilities_body(routes: Any, *, model: str, key_required: bool, cors: bool) -> dict[str, Any]:
+    """Upstream's capabilities object, with features and endpoints derived from `routes`."""
+    served = list(operations(routes))
+    provided = {feature for _, _, op in served for feature in op.features}
+    features: dict[str, bool | str] = {name: (value if name in provided else False) for name, value in FEATURES}
+    features["cors"] = cors
+    endpoints = {op.capability: {"method": method, "path": route.template}
+                 for route, method, op in served if op.capability}
+    return {
+        "object": "hermes.api_server.capabilities",
+        "platform": PLATFORM,
+        "model": model,
+        "auth": {"type": "bearer", "required": key_required},
+        "runtime": RUNTIME,
+        "features": features,
+        "endpoints": {name: endpoints[name] for name in sorted(endpoints, key=_rank)},
+    }
+
+
+async def capabilities(request: Request, svc: Services) -> Response:
+    """GET /v1/capabilities: what this instance serves, in upstream's shape."""
+    check_bearer(request, svc.settings.api_key)
+    settings = svc.settings
+    return HermesJSONResponse(capabilities_body(
+        request.app.router.routes, model=settings.model_name,
+        key_required=bool(settings.api_key), cors=bool(settings.cors_origins),
+    ))
+
+
+async def openapi(request: Request, svc: Services) -> Response:
+    """GET /openapi.json: the OpenAPI 3.1 document of the routes served (no key needed)."""
+    return HermesJSONResponse(build_document(request.app.router.routes))

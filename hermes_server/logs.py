@@ -1,0 +1,101 @@
+"""Logging: one setup for the process, the access line, and the single error report.
+
+Operators read these lines, and they end up in CI artefacts and shared dashboards, so
+they carry only what identifies a request: method, route template, status, duration,
+the path's session id and a request id. Never bodies, titles, prompts, transcript
+text, tokens or keys; an unknown path is logged as "-" because its raw text could be
+anything a client sent.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+import uuid
+from typing import Any
+
+from hermes_server.domain.redact import redact
+
+LEVELS = ("debug", "info", "warning", "error")
+FORMATS = ("text", "json")
+
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+access_log = logging.getLogger("hermes_server.access")
+error_log = logging.getLogger("hermes_server.errors")
+
+# Longest session id a log line shows; the rest is cut (ids may be up to 256 characters).
+_MAX_ID_CHARS = 80
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time, level, logger, message, then the record's fields."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        payload: dict[str, Any] = {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+                    + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        payload.update(getattr(record, "fields", {}))
+        if record.exc_info:
+            payload["exception"] = self.formatException(record.exc_info)
+        return json.dumps(payload, ensure_ascii=False)
+
+
+def configure_logging(level: str = "info", fmt: str = "text") -> None:
+    """Send every logger (uvicorn's included) to stderr in the chosen format."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+
+
+def new_request_id() -> str:
+    """A short random id that ties an access line to an error report."""
+    return uuid.uuid4().hex[:16]
+
+
+def safe_id(value: str | None) -> str:
+    """A session id fit for one log line: credentials masked, controls escaped, length capped."""
+    if not value:
+        return "-"
+    text = redact(value)
+    if len(text) > _MAX_ID_CHARS:
+        text = text[:_MAX_ID_CHARS] + "…"
+    return "".join(_escape(ch) for ch in text)
+
+
+def _escape(ch: str) -> str:
+    """Keep printable non-space characters; write the rest as Python escapes (no log injection)."""
+    if ch.isprintable() and not ch.isspace():
+        return ch
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def log_access(method: str, route: str | None, status: int, seconds: float,
+               session_id: str | None, request_id: str) -> None:
+    """The one line every request leaves, whatever its outcome."""
+    fields = {
+        "method": method,
+        "route": route or "-",
+        "status": status,
+        "duration_ms": round(seconds * 1000, 1),
+        "session_id": safe_id(session_id),
+        "request_id": request_id,
+    }
+    access_log.info("%s %s %s %.1fms session=%s request=%s", fields["method"], fields["route"], status,
+                    fields["duration_ms"], fields["session_id"], request_id, extra={"fields": fields})
+
+
+def log_failure(exc: BaseException, method: str, route: str | None, request_id: str) -> None:
+    """Report an unexpected exception once, with the id its access line also carries."""
+    error_log.error("unhandled error in %s %s (request %s)", method, route or "-", request_id,
+                    exc_info=(type(exc), exc, exc.__traceback__),
+                    extra={"fields": {"method": method, "route": route or "-", "request_id": request_id}})

@@ -1,0 +1,350 @@
+"""The OpenAPI 3.1 document, generated from the live route table.
+
+Paths and methods come only from `build_routes()` in app.py; each method of a route
+carries an `Operation` there (summary, responses, body, feature flags). This module
+holds the schema fragments those operations name and turns the table into a document,
+so nothing describes a path twice. `/v1/capabilities` reads the same operations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+from hermes_server import UPSTREAM_VERSION, __version__
+
+if TYPE_CHECKING:
+    from hermes_server.http.routing import Route
+
+# Order in which methods of one path appear in the document.
+_METHOD_ORDER = ("GET", "POST", "PUT", "PATCH", "DELETE")
+
+# Error answers shared by many operations, to merge into `Operation.responses`.
+AUTH_ERRORS = {401: "Unauthorized"}
+STORE_ERRORS = {401: "Unauthorized", 503: "Unavailable"}
+SESSION_ERRORS = {**STORE_ERRORS, 404: "NotFound"}
+BODY_ERRORS = {400: "BadRequest", 413: "PayloadTooLarge"}
+
+
+@dataclass(frozen=True)
+class Operation:
+    """What clients may rely on for one method of one route.
+
+    `capability` is the operation's name under `/v1/capabilities` `endpoints` (upstream's
+    names; None for paths upstream does not advertise). `features` are the capability
+    flags that serving this operation makes true. `responses` maps each status the
+    handler can answer to a response name in `RESPONSES`.
+    """
+
+    summary: str
+    responses: Mapping[int, str]
+    capability: str | None = None
+    features: tuple[str, ...] = ()
+    auth: bool = True
+    body: str | None = None
+    query: tuple[str, ...] = ()
+    headers: tuple[str, ...] = ()
+    description: str = ""
+
+
+def _method_rank(method: str) -> tuple[int, str]:
+    return (_METHOD_ORDER.index(method) if method in _METHOD_ORDER else len(_METHOD_ORDER), method)
+
+
+def _ref(kind: str, name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/{kind}/{name}"}
+
+
+def _nullable(kind: str) -> dict[str, Any]:
+    return {"type": [kind, "null"]}
+
+
+def _object(properties: dict[str, Any], required: Iterable[str] = (), closed: bool = True) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": properties, "required": list(required)}
+    if closed:
+        schema["additionalProperties"] = False
+    return schema
+
+
+# Any JSON value: fields upstream accepts with any type and stringifies.
+_ANY: dict[str, Any] = {}
+_COUNTER = {"type": "integer", "minimum": 0}
+_STATUS = {"type": "string", "enum": ["ok", "degraded"]}
+
+_SESSION_PROPERTIES: dict[str, Any] = {
+    "id": {"type": "string"},
+    "source": _nullable("string"),
+    "user_id": _nullable("string"),
+    "model": _nullable("string"),
+    "title": _nullable("string"),
+    "started_at": {"type": "number"},
+    "ended_at": _nullable("number"),
+    "end_reason": _nullable("string"),
+    "message_count": _nullable("integer"),
+    "tool_call_count": _nullable("integer"),
+    "input_tokens": _nullable("integer"),
+    "output_tokens": _nullable("integer"),
+    "cache_read_tokens": _nullable("integer"),
+    "cache_write_tokens": _nullable("integer"),
+    "reasoning_tokens": _nullable("integer"),
+    "estimated_cost_usd": _nullable("number"),
+    "actual_cost_usd": _nullable("number"),
+    "api_call_count": _nullable("integer"),
+    "parent_session_id": _nullable("string"),
+    "last_active": _nullable("number"),
+    "preview": _nullable("string"),
+    "_lineage_root_id": _nullable("string"),
+    "has_system_prompt": {"type": "boolean"},
+    "has_model_config": {"type": "boolean"},
+}
+# Keys every projection of a whole row carries (list rows add last_active and preview).
+_SESSION_REQUIRED = [key for key in _SESSION_PROPERTIES if key not in {"last_active", "preview", "_lineage_root_id"}]
+
+_CHECK = {
+    "type": "object",
+    "properties": {"status": _STATUS, "detail": {"type": "string"}},
+    "required": ["status"],
+}
+
+SCHEMAS: dict[str, Any] = {
+    "Error": _object({
+        "error": _object({
+            "message": {"type": "string"},
+            "type": {"type": "string"},
+            "param": _nullable("string"),
+            "code": _nullable("string"),
+        }, ["message", "type"]),
+    }, ["error"]),
+    "Session": _object(_SESSION_PROPERTIES, _SESSION_REQUIRED),
+    "SessionListItem": _object(_SESSION_PROPERTIES, [*_SESSION_REQUIRED, "last_active", "preview"]),
+    "SessionEnvelope": _object({
+        "object": {"const": "hermes.session"},
+        "session": _ref("schemas", "Session"),
+    }, ["object", "session"]),
+    "SessionList": _object({
+        "object": {"const": "list"},
+        "data": {"type": "array", "items": _ref("schemas", "SessionListItem")},
+        "limit": _COUNTER,
+        "offset": _COUNTER,
+        "has_more": {"type": "boolean"},
+    }, ["object", "data", "limit", "offset", "has_more"]),
+    "SessionDeleted": _object({
+        "object": {"const": "hermes.session.deleted"},
+        "id": {"type": "string"},
+        "deleted": {"type": "boolean"},
+    }, ["object", "id", "deleted"]),
+    "Message": _object({
+        "id": {"type": "integer"},
+        "session_id": {"type": "string"},
+        "role": {"type": "string"},
+        "content": _ANY,
+        "tool_call_id": _nullable("string"),
+        "tool_calls": _ANY,
+        "tool_name": _nullable("string"),
+        "timestamp": {"type": "number"},
+        "token_count": _nullable("integer"),
+        "finish_reason": _nullable("string"),
+        "reasoning": _nullable("string"),
+        "reasoning_content": _nullable("string"),
+    }, ["id", "session_id", "role", "content", "tool_call_id", "tool_calls", "tool_name", "timestamp",
+        "token_count", "finish_reason", "reasoning", "reasoning_content"]),
+    "MessageList": _object({
+        "object": {"const": "list"},
+        "session_id": {"type": "string"},
+        "data": {"type": "array", "items": _ref("schemas", "Message")},
+    }, ["object", "session_id", "data"]),
+    "CreateSession": _object({
+        "id": {**_ANY, "description": "Used when truthy, as str(), trimmed; else session_id; else generated."},
+        "session_id": _ANY,
+        "title": {**_ANY, "description": "Any JSON value; stringified, then sanitised."},
+        "model": _ANY,
+        "system_prompt": _nullable("string"),
+    }, closed=False),
+    "PatchSession": _object({"title": _ANY, "end_reason": _ANY}),
+    "ForkSession": _object({"id": _ANY, "session_id": _ANY, "title": _ANY}, closed=False),
+    "ChatRequest": _object({
+        "message": {**_ANY, "description": "A string, or a list of text/image content parts."},
+        "input": {**_ANY, "description": "Read when `message` is not truthy."},
+        "system_message": _ANY,
+        "instructions": _ANY,
+    }, closed=False),
+    "ChatCompletion": _object({
+        "object": {"const": "hermes.session.chat.completion"},
+        "session_id": {"type": "string"},
+        "message": _object({"role": {"const": "assistant"}, "content": _nullable("string")}, ["role", "content"]),
+        "usage": _ref("schemas", "Usage"),
+    }, ["object", "session_id", "message", "usage"]),
+    "Usage": _object({"input_tokens": _COUNTER, "output_tokens": _COUNTER, "total_tokens": _COUNTER},
+                     ["input_tokens", "output_tokens", "total_tokens"]),
+    "Health": _object({
+        "status": {"const": "ok"},
+        "platform": {"const": "hermes-agent"},
+        "version": {"type": "string"},
+    }, ["status", "platform", "version"]),
+    "HealthDetailed": _object({
+        "status": _STATUS,
+        "readiness": _object({
+            "status": _STATUS,
+            "checks": {"type": "object", "additionalProperties": _CHECK},
+        }, ["status", "checks"]),
+        "platform": {"const": "hermes-agent"},
+        "version": {"type": "string"},
+        "gateway_state": _nullable("string"),
+        "platforms": {"type": "object"},
+        "active_agents": _COUNTER,
+        "gateway_busy": {"type": "boolean"},
+        "gateway_drainable": {"type": "boolean"},
+        "exit_reason": _nullable("string"),
+        "updated_at": _nullable("string"),
+        "pid": {"type": "integer"},
+    }, ["status", "readiness", "platform", "version", "gateway_state", "platforms", "active_agents",
+        "gateway_busy", "gateway_drainable", "exit_reason", "updated_at", "pid"]),
+    "ModelList": _object({
+        "object": {"const": "list"},
+        "data": {"type": "array", "items": _object({
+            "id": {"type": "string"},
+            "object": {"const": "model"},
+            "created": {"type": "integer"},
+            "owned_by": {"type": "string"},
+            "permission": {"type": "array"},
+            "root": {"type": "string"},
+            "parent": _nullable("string"),
+        }, ["id", "object", "created", "owned_by", "permission", "root", "parent"])},
+    }, ["object", "data"]),
+    "Capabilities": _object({
+        "object": {"const": "hermes.api_server.capabilities"},
+        "platform": {"const": "hermes-agent"},
+        "model": {"type": "string"},
+        "auth": _object({"type": {"const": "bearer"}, "required": {"type": "boolean"}}, ["type", "required"]),
+        "runtime": {"type": "object"},
+        "features": {"type": "object", "additionalProperties": {"type": ["boolean", "string"]}},
+        "endpoints": {"type": "object", "additionalProperties": _object({
+            "method": {"type": "string"},
+            "path": {"type": "string"},
+        }, ["method", "path"])},
+    }, ["object", "platform", "model", "auth", "runtime", "features", "endpoints"]),
+    "OpenAPIDocument": {"type": "object", "required": ["openapi", "info", "paths"]},
+}
+
+
+def _json_response(description: str, schema: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": _ref("schemas", schema)}}}
+
+
+def _error(description: str) -> dict[str, Any]:
+    return _json_response(description, "Error")
+
+
+_SESSION_ID_HEADER = {"X-Hermes-Session-Id": {
+    "description": "The session the turn ended on (differs from the path id when compression rotated it).",
+    "schema": {"type": "string"},
+}}
+
+RESPONSES: dict[str, Any] = {
+    "Health": _json_response("Liveness; needs no key.", "Health"),
+    "HealthDetailed": _json_response("Readiness checks and runtime counters.", "HealthDetailed"),
+    "ModelList": _json_response("The advertised model.", "ModelList"),
+    "Capabilities": _json_response("What this server serves.", "Capabilities"),
+    "OpenAPIDocument": _json_response("This document.", "OpenAPIDocument"),
+    "Session": _json_response("The session, as the client-safe projection.", "SessionEnvelope"),
+    "SessionList": _json_response("One page of sessions.", "SessionList"),
+    "SessionDeleted": _json_response("The session row is gone.", "SessionDeleted"),
+    "MessageList": _json_response("The active messages of the resolved transcript.", "MessageList"),
+    "ChatCompletion": {**_json_response("The assistant's reply for one turn.", "ChatCompletion"),
+                       "headers": _SESSION_ID_HEADER},
+    "ChatStream": {
+        "description": "Server-sent events: run.started, message.started, deltas, completion, done.",
+        "headers": _SESSION_ID_HEADER,
+        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+    },
+    "BadRequest": _error("Invalid JSON, a body that is not an object, or an invalid field."),
+    "Unauthorized": _error("Missing or wrong bearer key (envelope without `param`)."),
+    "Forbidden": _error("X-Hermes-Session-Key sent to a server without an API key."),
+    "NotFound": _error("No session has this exact id (`session_not_found`)."),
+    "Conflict": _error("A session with this id already exists (`session_exists`)."),
+    "PayloadTooLarge": _error("Body over 10,000,000 bytes (`body_too_large`)."),
+    "ServerError": _error("The agent failed during the turn (`server_error`)."),
+    "Unavailable": _error("state.db cannot be opened (`session_db_unavailable`)."),
+}
+
+PARAMETERS: dict[str, Any] = {
+    "session_id": {
+        "name": "session_id", "in": "path", "required": True,
+        "description": "One path segment, percent-decoded (`a%2Fb` addresses the id `a/b`).",
+        "schema": {"type": "string", "minLength": 1},
+    },
+    "limit": {"name": "limit", "in": "query", "description": "Page size; default 50, capped at 200. "
+              "Unparsable or negative values mean the default.", "schema": {"type": "string"}},
+    "offset": {"name": "offset", "in": "query", "description": "Rows to skip; default 0, capped at 1,000,000.",
+               "schema": {"type": "string"}},
+    "source": {"name": "source", "in": "query", "description": "Exact match on the session source.",
+               "schema": {"type": "string"}},
+    "include_children": {"name": "include_children", "in": "query",
+                         "description": "1/true/yes/on include child sessions.", "schema": {"type": "string"}},
+    "X-Hermes-Session-Key": {"name": "X-Hermes-Session-Key", "in": "header",
+                             "description": "Long-term memory scope of the turn (at most 256 characters).",
+                             "schema": {"type": "string", "maxLength": 256}},
+}
+
+
+def _path_parameters(template: str) -> list[dict[str, str]]:
+    return [_ref("parameters", part[1:-1]) for part in template.split("/") if part.startswith("{")]
+
+
+def _operation(route: "Route", method: str, op: Operation) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "operationId": op.capability or f"{route.name}_{method.lower()}",
+        "summary": op.summary,
+    }
+    if op.description:
+        body["description"] = op.description
+    parameters = _path_parameters(route.template)
+    parameters += [_ref("parameters", name) for name in (*op.query, *op.headers)]
+    if parameters:
+        body["parameters"] = parameters
+    if op.body:
+        body["requestBody"] = {"required": True,
+                               "content": {"application/json": {"schema": _ref("schemas", op.body)}}}
+    body["responses"] = {str(status): _ref("responses", name) for status, name in sorted(op.responses.items())}
+    body["security"] = [{"bearer": []}] if op.auth else []
+    return body
+
+
+def operations(routes: Iterable["Route"]) -> Iterable[tuple["Route", str, Operation]]:
+    """Every documented (route, method, operation), in table order.
+
+    A method without an Operation is left out rather than guessed at (a test requires
+    one for every method), so discovery never claims more than is described.
+    """
+    for route in routes:
+        for method in sorted(route.methods, key=_method_rank):
+            if method in route.docs:
+                yield route, method, route.docs[method]
+
+
+def build_document(routes: Iterable["Route"]) -> dict[str, Any]:
+    """The OpenAPI 3.1 document for exactly the routes being served."""
+    paths: dict[str, Any] = {}
+    for route, method, op in operations(routes):
+        paths.setdefault(route.template, {})[method.lower()] = _operation(route, method, op)
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "hermes-server",
+            "version": __version__,
+            "summary": f"The Hermes Agent persistent-session API, as served by hermes-agent {UPSTREAM_VERSION}.",
+            "description": (
+                "Every path below is served by this instance. Errors use the envelope "
+                "`{\"error\": {\"message\", \"type\", \"param\", \"code\"}}`; unknown paths answer "
+                "404 and wrong methods 405 (`text/plain`, with `Allow`), as upstream does."
+            ),
+        },
+        "paths": paths,
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "parameters": PARAMETERS,
+            "responses": RESPONSES,
+            "schemas": SCHEMAS,
+        },
+        "security": [{"bearer": []}],
+    }
