@@ -19,6 +19,8 @@ from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
 from hermes_server.config import Settings
+from hermes_server.faults import RAW_SEND, call_with_faults
+from hermes_server.fixtures import control as fixture_control
 from hermes_server.http.errors import ApiError, body_too_large, error_response
 from hermes_server.http.responses import (
     METHOD_NOT_ALLOWED_TEXT,
@@ -31,6 +33,7 @@ from hermes_server.http.routing import Route, Router
 from hermes_server.logs import log_access, log_failure, new_request_id
 from hermes_server.openapi import AUTH_ERRORS, BODY_ERRORS, SESSION_ERRORS, STORE_ERRORS, Operation
 from hermes_server.routes import discovery, sessions
+from hermes_server.routes.fixture import build_fixture_routes
 from hermes_server.services import Services
 from hermes_server.store.db import Database
 
@@ -137,7 +140,10 @@ class HermesApp:
                 write_retry_seconds=settings.write_retry_seconds,
             ),
         )
-        self.router = Router(build_routes())
+        routes = build_routes()
+        # Test-control extensions (off by default): /_fixture/* routes, faults, journal, determinism.
+        self.router = Router(routes + (build_fixture_routes() if settings.fixture_api else []))
+        fixture_control.configure(self.services, [route.name for route in routes])
         # When this app began serving, as /health/detailed reports it.
         self.started_at = datetime.now(timezone.utc).isoformat()
         # Requests being handled, by request id (their ASGI scopes).
@@ -153,6 +159,10 @@ class HermesApp:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                failure = await fixture_control.startup(self.services)
+                if failure is not None:
+                    await send({"type": "lifespan.startup.failed", "message": failure})
+                    return
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 # Chat turns still running finish (and write) before the database closes.
@@ -169,6 +179,11 @@ class HermesApp:
         scope["app"] = self
         scope["hermes.request_id"] = request_id
         status = 0
+        recording = None
+        if self.services.journal is not None:  # --fixture-api: journal the request, allow resets
+            scope[RAW_SEND] = send
+            recording = self.services.journal.start(scope, receive, send)
+            receive, send = recording.receive, recording.send
 
         async def send_and_note(message: Message) -> None:
             nonlocal status
@@ -190,6 +205,8 @@ class HermesApp:
             session_id = scope.get("path_params", {}).get("session_id") if route else None
             log_access(scope["method"], route.template if route else None, status,
                        time.perf_counter() - started, session_id, request_id)
+            if recording is not None:
+                recording.finish()
 
     @staticmethod
     async def _end_failed_response(send: Send, *, started_response: bool) -> None:
@@ -235,7 +252,10 @@ class HermesApp:
         request.scope["path_params"] = match.params
         request.scope["hermes.route"] = match.route
         try:
-            response = await match.endpoint(request, self.services)
+            if self.services.faults is None:
+                response = await match.endpoint(request, self.services)
+            else:
+                response = await call_with_faults(self.services, match.endpoint, request, match.route.name)
         except Exception as exc:  # noqa: BLE001 - mapped below, or reported as a bug
             response = error_response(exc) or self._crash(exc, request, match.route)
         if cors:

@@ -69,6 +69,19 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-format", default=_env("HERMES_SERVER_LOG_FORMAT", "text"), choices=FORMATS,
                        help="text lines, or one JSON object per line for log collectors "
                             "(env HERMES_SERVER_LOG_FORMAT; default text)")
+    _add_fixture_flags(serve)
+    seed = commands.add_parser(
+        "seed",
+        help="load a fixture file into a state.db (a server may be running on it)",
+        description="Merge the sessions and messages of a fixture file (docs/fixtures.md) into "
+                    "HERMES_HOME/state.db in one transaction. An invalid fixture is rejected whole, "
+                    "each problem named by its JSON path, and nothing is written.",
+    )
+    seed.add_argument("file", metavar="FILE", help="fixture file: JSON, or YAML (.yaml/.yml) when PyYAML is installed")
+    seed.add_argument("--home", default=None,
+                      help="HERMES_HOME directory holding state.db (env HERMES_HOME; default ~/.hermes)")
+    seed.add_argument("--replace", action="store_true",
+                      help="empty every session table first (same transaction), so state.db holds exactly the fixture")
     health = commands.add_parser(
         "healthcheck",
         help="exit 0 when a server answers GET /health (the container's HEALTHCHECK)",
@@ -79,6 +92,44 @@ def build_parser() -> argparse.ArgumentParser:
                              "a specific API_SERVER_HOST is used instead of 127.0.0.1)")
     health.add_argument("--timeout", type=float, default=3.0, help="seconds to wait for the answer (default 3)")
     return parser
+
+
+def _flag(value: bool, env: str) -> bool:
+    """A switch given as a flag, or as env 1/true/yes."""
+    return value or (_env(env, "") or "").lower() in ("1", "true", "yes")
+
+
+def _add_fixture_flags(serve: argparse.ArgumentParser) -> None:
+    """Test control (docs/fixtures.md, docs/testing-connectors.md); all off by default."""
+    group = serve.add_argument_group("test control")
+    group.add_argument("--fixture", default=_env("HERMES_SERVER_FIXTURE"), metavar="FILE",
+                       help="merge this fixture file into state.db at start; POST /_fixture/reset returns to it "
+                            "(env HERMES_SERVER_FIXTURE)")
+    group.add_argument("--fixture-api", action="store_true",
+                       help="serve the /_fixture/ control API (reset, seed, faults, request journal, clock), "
+                            "behind the same bearer key (env HERMES_SERVER_FIXTURE_API=1; default off: 404)")
+    group.add_argument("--deterministic", action="store_true",
+                       help="reproducible generated ids (still api_<seconds>_<8 hex>) and a clock that starts at "
+                            "2030-01-01T00:00:00Z and moves 1 ms per reading (env HERMES_SERVER_DETERMINISTIC=1)")
+
+
+def _fixture_settings(args: argparse.Namespace) -> dict[str, object]:
+    return {
+        "fixture_api": _flag(args.fixture_api, "HERMES_SERVER_FIXTURE_API"),
+        "fixture_path": Path(args.fixture).expanduser() if args.fixture else None,
+        "deterministic": _flag(args.deterministic, "HERMES_SERVER_DETERMINISTIC"),
+    }
+
+
+def _fixture_problems(path: Path) -> str | None:
+    """Every problem of a fixture file, one per line, or None when it is valid."""
+    from hermes_server.fixtures import DocumentError, parse_fixture, read_document
+
+    try:
+        parse_fixture(read_document(path), 0.0)
+    except DocumentError as exc:
+        return f"fixture {path} rejected, nothing written:\n" + "\n".join(f"  {p}" for p in exc.problems)
+    return None
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
@@ -105,6 +156,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         cors_origins=tuple(o.strip() for o in (origins or "").split(",") if o.strip()),
         log_level=_choice(args.log_level, LEVELS, "HERMES_SERVER_LOG_LEVEL"),
         log_format=_choice(args.log_format, FORMATS, "HERMES_SERVER_LOG_FORMAT"),
+        **_fixture_settings(args),
     )
 
 
@@ -135,6 +187,13 @@ def serve(args: argparse.Namespace) -> int:
     except SchemaMismatch as exc:
         print(f"hermes-server: {exc}", file=sys.stderr)
         return 2
+    if settings.fixture_path is not None:
+        problems = _fixture_problems(settings.fixture_path)
+        if problems:
+            print(f"hermes-server: {problems}", file=sys.stderr)
+            return 2
+    if settings.fixture_api and settings.api_key is None and not _is_loopback(settings.host):
+        print(f"hermes-server: WARNING: --fixture-api without a key on {settings.host}: anyone who can reach it can reset the database.", file=sys.stderr, flush=True)
     print(f"hermes-server: serving http://{settings.host}:{settings.port} over {settings.db_path}", flush=True)
     uvicorn.run(
         create_app(settings),
@@ -150,6 +209,36 @@ def serve(args: argparse.Namespace) -> int:
         timeout_graceful_shutdown=10,
         lifespan="on",
     )
+    return 0
+
+
+def seed(args: argparse.Namespace) -> int:
+    """`hermes-server seed FILE`: exit 0 loaded, 1 rejected (problems on stderr), 2 unusable state.db."""
+    import asyncio
+    import time
+
+    from hermes_server.fixtures import DocumentError, parse_fixture, read_document
+    from hermes_server.fixtures.load import seed_database
+    from hermes_server.store.errors import DatabaseUnavailable, SchemaMismatch
+    from hermes_server.store.migrate import check_existing
+
+    home = Path(args.home or _env("HERMES_HOME") or Path.home() / ".hermes").expanduser()
+    db_path = Settings(home=home).db_path
+    path = Path(args.file).expanduser()
+    try:
+        check_existing(db_path)
+        fixture = parse_fixture(read_document(path), time.time())
+        result = asyncio.run(seed_database(db_path, fixture, replace=args.replace))
+    except DocumentError as exc:
+        print(f"hermes-server: fixture {path} rejected, nothing written:", file=sys.stderr)
+        for problem in exc.problems:
+            print(f"  {problem}", file=sys.stderr)
+        return 1
+    except (SchemaMismatch, DatabaseUnavailable) as exc:
+        print(f"hermes-server: {exc}", file=sys.stderr)
+        return 2
+    print(f"hermes-server: loaded {path} into {db_path}: {result.sessions_written} sessions, "
+          f"{result.messages_written} messages (state.db now holds {result.sessions_total} sessions)")
     return 0
 
 
@@ -191,5 +280,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return serve(args)
     if args.command == "healthcheck":
         return healthcheck(args)
+    if args.command == "seed":
+        return seed(args)
     parser.print_help()
     return 0 if args.command is None else 2

@@ -33,6 +33,13 @@ class Settings:
     reader_threads: int = 4
     log_level: str = "info"
     log_format: str = "text"
+    # Test-control extensions, all off by default (DECISIONS.md "Extensions"):
+    # `/_fixture/*` control API with faults and the request journal,
+    fixture_api: bool = False
+    # a fixture file loaded at start (and what `POST /_fixture/reset` returns to),
+    fixture_path: Path | None = None
+    # reproducible generated ids and a settable clock.
+    deterministic: bool = False
 
     @property
     def db_path(self) -> Path:

@@ -12,6 +12,7 @@ from hermes_server.domain.ids import create_id_error, fork_id_error, requested_i
 from hermes_server.domain.params import ListQuery
 from hermes_server.domain.projection import message_projection, session_projection
 from hermes_server.domain.titles import sanitize_title
+from hermes_server.faults import fork_step_done
 from hermes_server.http.auth import check_bearer
 from hermes_server.http.body import read_json_object
 from hermes_server.http.errors import (
@@ -170,14 +171,19 @@ async def fork_session(request: Request, svc: Services) -> Response:
     if await svc.db.read(sessions.session_exists, fork_id):
         raise session_exists(fork_id)
 
+    # `fork_step_done` lets an injected fault stop the fork between its writes (faults.py).
     await svc.db.write(sessions.end_session, source_id, "branched", svc.now())
+    fork_step_done(svc, 1)
     await svc.db.write(sessions.create_fork_child, fork_id, source, svc.now())
+    fork_step_done(svc, 2)
     await svc.db.write(messages.copy_active_messages, source_id, fork_id)
+    fork_step_done(svc, 3)
 
     title = body.get("title")
     if title is None:
         title = await svc.db.read(sessions.next_title, source.get("title") or "fork")
     await svc.db.write(sessions.set_title, fork_id, sanitize_title(str(title)))
+    fork_step_done(svc, 4)
 
     child = await svc.db.read(sessions.get_session, fork_id)
     return _session_body(child or {"id": fork_id, "parent_session_id": source_id}, 201)

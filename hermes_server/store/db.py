@@ -63,6 +63,8 @@ class Database:
         self._local = threading.local()
         self._open_lock: asyncio.Lock | None = None
         self._closed = False
+        # Monotonic deadline of an injected storage outage (faults.py); 0.0 means none.
+        self.unavailable_until = 0.0
 
     # -- opening -----------------------------------------------------------
 
@@ -76,6 +78,8 @@ class Database:
         A failure is not remembered: the next request tries again, so the server
         recovers by itself once the storage problem is fixed.
         """
+        if self.unavailable_until:
+            self._check_outage()
         if self._writer_conn is not None:
             return
         if self._open_lock is None:
@@ -84,6 +88,15 @@ class Database:
             if self._writer_conn is None:
                 loop = asyncio.get_running_loop()
                 await loop.run_in_executor(self._writer, self._open_writer)
+
+    def fail_for(self, seconds: float) -> None:
+        """Injected fault: refuse every operation for `seconds`, as if state.db could not be opened."""
+        self.unavailable_until = time.monotonic() + seconds
+
+    def _check_outage(self) -> None:
+        if time.monotonic() < self.unavailable_until:
+            raise DatabaseUnavailable("state.db unavailable (injected storage fault)")
+        self.unavailable_until = 0.0
 
     def _open_writer(self) -> None:
         if self._closed:
