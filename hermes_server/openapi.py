@@ -59,12 +59,22 @@ def _nullable(kind: str) -> dict[str, Any]:
     return {"type": [kind, "null"]}
 
 
+def _example(example: Any, schema: dict[str, Any]) -> dict[str, Any]:
+    return {**schema, "examples": [example]}
+
+
 def _object(properties: dict[str, Any], required: Iterable[str] = (), closed: bool = True) -> dict[str, Any]:
     schema: dict[str, Any] = {"type": "object", "properties": properties, "required": list(required)}
     if closed:
         schema["additionalProperties"] = False
     return schema
 
+
+# The events of POST /api/sessions/{session_id}/chat/stream (spec §4.9.4).
+STREAM_EVENTS = (
+    "run.started", "message.started", "assistant.delta", "tool.started", "tool.completed", "tool.failed",
+    "tool.progress", "assistant.completed", "run.completed", "error", "done",
+)
 
 # Any JSON value: fields upstream accepts with any type and stringifies.
 _ANY: dict[str, Any] = {}
@@ -153,27 +163,37 @@ SCHEMAS: dict[str, Any] = {
         "session_id": {"type": "string"},
         "data": {"type": "array", "items": _ref("schemas", "Message")},
     }, ["object", "session_id", "data"]),
-    "CreateSession": _object({
+    "CreateSession": _example({"id": "demo", "title": "Demo"}, _object({
         "id": {**_ANY, "description": "Used when truthy, as str(), trimmed; else session_id; else generated."},
         "session_id": _ANY,
         "title": {**_ANY, "description": "Any JSON value; stringified, then sanitised."},
         "model": _ANY,
         "system_prompt": _nullable("string"),
-    }, closed=False),
-    "PatchSession": _object({"title": _ANY, "end_reason": _ANY}),
-    "ForkSession": _object({"id": _ANY, "session_id": _ANY, "title": _ANY}, closed=False),
-    "ChatRequest": _object({
+    }, closed=False)),
+    "PatchSession": _example({"title": "Renamed"}, _object({"title": _ANY, "end_reason": _ANY})),
+    "ForkSession": _example({"title": "A branch"},
+                            _object({"id": _ANY, "session_id": _ANY, "title": _ANY}, closed=False)),
+    "ChatRequest": _example({"message": "Hello"}, _object({
         "message": {**_ANY, "description": "A string, or a list of text/image content parts."},
         "input": {**_ANY, "description": "Read when `message` is not truthy."},
         "system_message": _ANY,
         "instructions": _ANY,
-    }, closed=False),
+    }, closed=False)),
     "ChatCompletion": _object({
         "object": {"const": "hermes.session.chat.completion"},
         "session_id": {"type": "string"},
         "message": _object({"role": {"const": "assistant"}, "content": _nullable("string")}, ["role", "content"]),
         "usage": _ref("schemas", "Usage"),
     }, ["object", "session_id", "message", "usage"]),
+    "StreamEvent": _object({
+        "event": {"enum": list(STREAM_EVENTS)},
+        "data": {
+            "type": "string",
+            "contentMediaType": "application/json",
+            "contentSchema": {"type": "object", "required": ["session_id", "run_id", "seq", "ts"],
+                              "properties": {"seq": {"type": "integer"}, "ts": {"type": "number"}}},
+        },
+    }, ["event", "data"], closed=False),
     "Usage": _object({"input_tokens": _COUNTER, "output_tokens": _COUNTER, "total_tokens": _COUNTER},
                      ["input_tokens", "output_tokens", "total_tokens"]),
     "Health": _object({
@@ -255,12 +275,17 @@ RESPONSES: dict[str, Any] = {
     "ChatStream": {
         "description": "Server-sent events: run.started, message.started, deltas, completion, done.",
         "headers": _SESSION_ID_HEADER,
-        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        "content": {"text/event-stream": {"schema": _ref("schemas", "StreamEvent")}},
     },
     "BadRequest": _error("Invalid JSON, a body that is not an object, or an invalid field."),
     "Unauthorized": _error("Missing or wrong bearer key (envelope without `param`)."),
     "Forbidden": _error("X-Hermes-Session-Key sent to a server without an API key."),
-    "NotFound": _error("No session has this exact id (`session_not_found`)."),
+    "NotFound": {
+        "description": "No session has this exact id (`session_not_found`); or, as text/plain "
+                       "`404: Not Found`, an id segment no route matches (one with `{` or `}`).",
+        "content": {"application/json": {"schema": _ref("schemas", "Error")},
+                    "text/plain": {"schema": {"const": "404: Not Found"}}},
+    },
     "Conflict": _error("A session with this id already exists (`session_exists`)."),
     "PayloadTooLarge": _error("Body over 10,000,000 bytes (`body_too_large`)."),
     "ServerError": _error("The agent failed during the turn (`server_error`)."),
@@ -270,8 +295,9 @@ RESPONSES: dict[str, Any] = {
 PARAMETERS: dict[str, Any] = {
     "session_id": {
         "name": "session_id", "in": "path", "required": True,
-        "description": "One path segment, percent-decoded (`a%2Fb` addresses the id `a/b`).",
-        "schema": {"type": "string", "minLength": 1},
+        "description": "One path segment, percent-decoded (`a%2Fb` addresses the id `a/b`). "
+                       "A segment with `{` or `}` matches no route (404 text/plain), as upstream.",
+        "schema": {"type": "string", "minLength": 1, "pattern": "^[^{}]+$"},
     },
     "limit": {"name": "limit", "in": "query", "description": "Page size; default 50, capped at 200. "
               "Unparsable or negative values mean the default.", "schema": {"type": "string"}},
@@ -291,9 +317,13 @@ def _path_parameters(template: str) -> list[dict[str, str]]:
     return [_ref("parameters", part[1:-1]) for part in template.split("/") if part.startswith("{")]
 
 
+def _operation_id(route: "Route", method: str, op: Operation) -> str:
+    return op.capability or f"{route.name}_{method.lower()}"
+
+
 def _operation(route: "Route", method: str, op: Operation) -> dict[str, Any]:
     body: dict[str, Any] = {
-        "operationId": op.capability or f"{route.name}_{method.lower()}",
+        "operationId": _operation_id(route, method, op),
         "summary": op.summary,
     }
     if op.description:
@@ -322,11 +352,24 @@ def operations(routes: Iterable["Route"]) -> Iterable[tuple["Route", str, Operat
                 yield route, method, route.docs[method]
 
 
+def _session_links(served: list[tuple["Route", str, Operation]]) -> dict[str, Any]:
+    """From any answer carrying a session, every served operation on that session."""
+    return {
+        _operation_id(route, method, op): {
+            "operationId": _operation_id(route, method, op),
+            "parameters": {"session_id": "$response.body#/session/id"},
+        }
+        for route, method, op in served if "{session_id}" in route.template
+    }
+
+
 def build_document(routes: Iterable["Route"]) -> dict[str, Any]:
     """The OpenAPI 3.1 document for exactly the routes being served."""
+    served = list(operations(routes))
     paths: dict[str, Any] = {}
-    for route, method, op in operations(routes):
+    for route, method, op in served:
         paths.setdefault(route.template, {})[method.lower()] = _operation(route, method, op)
+    responses = {**RESPONSES, "Session": {**RESPONSES["Session"], "links": _session_links(served)}}
     return {
         "openapi": "3.1.0",
         "info": {
@@ -343,7 +386,7 @@ def build_document(routes: Iterable["Route"]) -> dict[str, Any]:
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
             "parameters": PARAMETERS,
-            "responses": RESPONSES,
+            "responses": responses,
             "schemas": SCHEMAS,
         },
         "security": [{"bearer": []}],
