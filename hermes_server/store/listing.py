@@ -203,12 +203,17 @@ def _where(query: ListQuery) -> tuple[str, list[Any]]:
 
 
 def reference_page_ids(conn: sqlite3.Connection, query: ListQuery) -> list[str]:
-    """The whole-table plan, shaped like upstream's query: correct for any input, O(sessions)."""
+    """The whole-table plan, shaped like upstream's query: correct for any input, O(sessions).
+
+    UNION rather than upstream's UNION ALL: identical on real data (a node has one
+    parent, so each chain member is reached once), but it terminates on a
+    parent-link cycle, where upstream's query never returns.
+    """
     where, params = _where(query)
     sql = f"""
         WITH RECURSIVE chain(root_id, cur_id) AS (
             SELECT s.id, s.id FROM sessions s WHERE {where}
-            UNION ALL
+            UNION
             SELECT chain.root_id, c.id FROM chain
             JOIN sessions p ON p.id = chain.cur_id
             JOIN sessions c ON c.parent_session_id = chain.cur_id

@@ -1,0 +1,123 @@
+"""The list's incremental page plan draws exactly the page of the upstream-shaped query.
+
+`fast_page_ids` (bounded work per page) must agree with `reference_page_ids` (the
+whole-table recursive CTE shaped like upstream's) on any database: random roots,
+compression chains, forks and branches (marker and heuristic), delegates, tool
+children, archived rows, tied timestamps and inactive messages, for any
+limit/offset/source/include_children.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hermes_server.domain.params import ListQuery
+from hermes_server.store import db as store_db
+from hermes_server.store import migrate
+from hermes_server.store.listing import fast_page_ids, reference_page_ids
+
+SOURCES = ("api_server", "cli", "tool")
+MODEL_CONFIGS = (
+    None, None, None, "{}", '{"_branched_from": "x"}', '{"_delegate_from": "x"}',
+    '{"_delegate_from": null}', '{"other": 1}',
+)
+END_REASONS = (None, None, "compression", "compression", "branched", "client_closed")
+
+session_rows = st.lists(
+    st.fixed_dictionaries({
+        # Usually one of the earlier rows, sometimes a later one (so parent links may form cycles).
+        "parent": st.one_of(st.none(), st.integers(0, 1000), st.tuples(st.just("any"), st.integers(0, 1000))),
+        "source": st.sampled_from(SOURCES),
+        "started_at": st.integers(0, 3),  # few values: plenty of ties
+        "end_reason": st.sampled_from(END_REASONS),
+        "ended_at": st.integers(0, 3),
+        "model_config": st.sampled_from(MODEL_CONFIGS),
+        "archived": st.sampled_from((0, 0, 0, 1)),
+        "messages": st.lists(st.tuples(st.integers(0, 5), st.booleans()), max_size=3),
+    }),
+    min_size=2,
+    max_size=20,
+)
+queries = st.builds(
+    ListQuery,
+    limit=st.one_of(st.integers(1, 4), st.integers(0, 30)),
+    offset=st.one_of(st.just(0), st.integers(0, 12)),
+    source=st.sampled_from((None, "api_server", "cli", "tool", "absent")),
+    include_children=st.booleans(),
+)
+
+
+def fresh_db(path: Path) -> sqlite3.Connection:
+    """A v22 state.db made by our own migrations (with the hs_* indexes the fast path uses)."""
+    conn = store_db.connect(path)
+    migrate.prepare(conn, path)
+    return conn
+
+
+def fill(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> None:
+    conn.execute("BEGIN")
+    conn.execute("DELETE FROM messages")
+    conn.execute("DELETE FROM sessions")
+    for index, row in enumerate(rows):
+        ended = row["end_reason"] is not None
+        conn.execute(
+            "INSERT INTO sessions (id, source, started_at, end_reason, ended_at, model_config, archived)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (f"s{index:02d}", row["source"], float(row["started_at"]), row["end_reason"],
+             float(row["ended_at"]) if ended else None, row["model_config"], row["archived"]),
+        )
+        for timestamp, active in row["messages"]:
+            conn.execute(
+                "INSERT INTO messages (session_id, role, content, timestamp, active) VALUES (?, 'user', 'm', ?, ?)",
+                (f"s{index:02d}", float(timestamp), int(active)),
+            )
+    for index, row in enumerate(rows):  # links after all rows exist (the foreign key allows any order then)
+        parent = row["parent"]
+        if isinstance(parent, tuple):
+            target = parent[1] % len(rows)
+        elif parent is not None and index:
+            target = parent % index
+        else:
+            continue
+        if target != index:
+            conn.execute("UPDATE sessions SET parent_session_id = ? WHERE id = ?", (f"s{target:02d}", f"s{index:02d}"))
+    conn.execute("COMMIT")
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=session_rows, query=queries)
+def test_fast_page_equals_reference_page(tmp_path: Path, rows: list[dict[str, Any]], query: ListQuery) -> None:
+    conn = _connection(tmp_path)
+    fill(conn, rows)
+    # The drawn query, then a sweep of the others on the same data (cheap on a small table).
+    sweep = [ListQuery(limit, offset, source, children)
+             for limit, offset in ((200, 0), (1, 0), (2, 1), (3, 4))
+             for source in (None, "api_server", "cli", "tool")
+             for children in (False, True)]
+    for q in [query, *sweep]:
+        assert fast_page_ids(conn, q) == reference_page_ids(conn, q), (q, json.dumps(rows))
+
+
+def test_budget_exhaustion_gives_none(tmp_path: Path) -> None:
+    """When the incremental plan would cost too much it says so, and the caller uses the reference."""
+    conn = _connection(tmp_path)
+    fill(conn, [{"parent": None, "source": "api_server", "started_at": i, "end_reason": None, "ended_at": 0,
+                 "model_config": None, "archived": 0, "messages": []} for i in range(10)])
+    assert fast_page_ids(conn, ListQuery(limit=5, offset=3), budget=3) is None
+    assert fast_page_ids(conn, ListQuery(limit=5, offset=3)) == reference_page_ids(conn, ListQuery(limit=5, offset=3))
+
+
+_CONNECTIONS: dict[Path, sqlite3.Connection] = {}
+
+
+def _connection(tmp_path: Path) -> sqlite3.Connection:
+    """One database per test function, reused across hypothesis examples (refilled each time)."""
+    if tmp_path not in _CONNECTIONS:
+        _CONNECTIONS[tmp_path] = fresh_db(tmp_path / "state.db")
+    return _CONNECTIONS[tmp_path]
