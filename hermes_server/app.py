@@ -8,6 +8,7 @@ pays for each layer, and the order is easier to read in one place.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from datetime import datetime, timezone
@@ -32,7 +33,7 @@ from hermes_server.http.responses import (
 from hermes_server.http.routing import Route, Router
 from hermes_server.logs import log_access, log_failure, new_request_id
 from hermes_server.openapi import AUTH_ERRORS, BODY_ERRORS, SESSION_ERRORS, STORE_ERRORS, Operation
-from hermes_server.routes import discovery, sessions
+from hermes_server.routes import chat, discovery, sessions
 from hermes_server.routes.fixture import build_fixture_routes
 from hermes_server.services import Services
 from hermes_server.store.db import Database
@@ -44,6 +45,11 @@ _CORS_BASE = {
     "Access-Control-Allow-Methods": "GET, POST, DELETE, OPTIONS",
     "Access-Control-Allow-Headers": "Authorization, Content-Type, Idempotency-Key",
 }
+
+
+# Chat reads X-Hermes-Session-Key and answers with X-Hermes-Session-Id, so serving it
+# makes both header features true in /v1/capabilities.
+_CHAT_HEADERS = ("session_key_header", "session_continuity_header")
 
 
 def build_routes() -> list[Route]:
@@ -93,6 +99,19 @@ def build_routes() -> list[Route]:
             "POST": Operation("Fork a session into a new one with a copy of its messages",
                               {201: "Session", 409: "Conflict", **BODY_ERRORS, **SESSION_ERRORS},
                               "session_fork", ("session_fork",), body="ForkSession"),
+        }),
+        Route("session_chat", "/api/sessions/{session_id}/chat", {"POST": chat.session_chat}, {
+            "POST": Operation("Run one agent turn on the session",
+                              {200: "ChatCompletion", 403: "Forbidden", 500: "ServerError",
+                               **BODY_ERRORS, **SESSION_ERRORS},
+                              "session_chat", ("session_chat", *_CHAT_HEADERS), body="ChatRequest",
+                              headers=("X-Hermes-Session-Key",)),
+        }),
+        Route("session_chat_stream", "/api/sessions/{session_id}/chat/stream", {"POST": chat.session_chat_stream}, {
+            "POST": Operation("Run one agent turn on the session, streamed as server-sent events",
+                              {200: "ChatStream", 403: "Forbidden", **BODY_ERRORS, **SESSION_ERRORS},
+                              "session_chat_stream", ("session_chat_streaming", *_CHAT_HEADERS), body="ChatRequest",
+                              headers=("X-Hermes-Session-Key",)),
         }),
     ]
 
@@ -185,10 +204,14 @@ class HermesApp:
             recording = self.services.journal.start(scope, receive, send)
             receive, send = recording.receive, recording.send
 
+        completed = False
+
         async def send_and_note(message: Message) -> None:
-            nonlocal status
+            nonlocal status, completed
             if message["type"] == "http.response.start":
                 status = message["status"]
+            elif message["type"] == "http.response.body" and not message.get("more_body", False):
+                completed = True
             await send(message)
 
         self._active[request_id] = scope
@@ -196,10 +219,19 @@ class HermesApp:
         try:
             response, route = await self.dispatch(Request(scope, receive))
             await response(scope, receive, send_and_note)
-        except Exception as exc:  # noqa: BLE001 - a bug while streaming a response: report once, end cleanly
+        except Exception as exc:  # noqa: BLE001 - a bug while sending a response: report once, end cleanly
             log_failure(exc, scope["method"], route.template if route else None, request_id)
-            await self._end_failed_response(send_and_note, started_response=status != 0)
-            status = status or 500
+            if not completed:
+                await self._finish(send_and_note, started=status != 0)
+        except asyncio.CancelledError:
+            # Shutdown's grace period ran out (uvicorn cancels what is left): end the
+            # stream with its last chunk so the client sees a closed stream, not a reset.
+            if status and not completed:
+                await self._finish(send_and_note, started=True)
+            raise
+        else:
+            if not completed:  # a stream that stopped early (its client left, or shutdown)
+                await self._finish(send_and_note, started=status != 0)
         finally:
             del self._active[request_id]
             session_id = scope.get("path_params", {}).get("session_id") if route else None
@@ -209,15 +241,15 @@ class HermesApp:
                 recording.finish()
 
     @staticmethod
-    async def _end_failed_response(send: Send, *, started_response: bool) -> None:
-        """Give the client upstream's bare 500, or end a started body so the stream closes cleanly."""
+    async def _finish(send: Send, *, started: bool) -> None:
+        """Complete a response the app left open: upstream's bare 500 before any byte, else the last chunk."""
         try:
-            if not started_response:
-                await PlainTextResponse(SERVER_ERROR_TEXT, 500)({"type": "http"}, _no_receive, send)
-            else:
+            if started:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
+            else:
+                await PlainTextResponse(SERVER_ERROR_TEXT, 500)({"type": "http"}, _no_receive, send)
         except Exception:  # noqa: BLE001 - the client is gone; nothing more to tell it
-            log.debug("could not finish a failed response", exc_info=True)
+            log.debug("could not finish a response", exc_info=True)
 
     def in_flight(self, features: frozenset[str]) -> int:
         """Requests now running an operation that provides any of `features` (e.g. agent turns)."""

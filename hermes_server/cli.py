@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Sequence
 
 from hermes_server import UPSTREAM_VERSION, __version__
+from hermes_server.agents import AGENT_NAMES
 from hermes_server.config import Settings
 from hermes_server.domain.keys import generate_key, key_problem
 from hermes_server.logs import FORMATS, LEVELS, configure_logging
@@ -69,6 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--log-format", default=_env("HERMES_SERVER_LOG_FORMAT", "text"), choices=FORMATS,
                        help="text lines, or one JSON object per line for log collectors "
                             "(env HERMES_SERVER_LOG_FORMAT; default text)")
+    serve.add_argument("--shutdown-grace", type=float, default=_env("HERMES_SERVER_SHUTDOWN_GRACE", "10"),
+                       metavar="SECONDS",
+                       help="on SIGTERM/SIGINT, how long in-flight requests and open chat streams may run on "
+                            "before they are cut (env HERMES_SERVER_SHUTDOWN_GRACE; default 10)")
+    _add_chat_flags(serve)
     _add_fixture_flags(serve)
     seed = commands.add_parser(
         "seed",
@@ -92,6 +98,33 @@ def build_parser() -> argparse.ArgumentParser:
                              "a specific API_SERVER_HOST is used instead of 127.0.0.1)")
     health.add_argument("--timeout", type=float, default=3.0, help="seconds to wait for the answer (default 3)")
     return parser
+
+
+def _add_chat_flags(serve: argparse.ArgumentParser) -> None:
+    """The agent behind POST .../chat and .../chat/stream, the stream keepalive, compression rotation."""
+    chat = serve.add_argument_group("chat")
+    chat.add_argument("--agent", default=_env("HERMES_SERVER_AGENT", "echo"), choices=AGENT_NAMES,
+                      help="who answers chat turns: echo (offline, deterministic), openai (an OpenAI-compatible "
+                           "chat-completions server), script (replies read from --agent-script) "
+                           "(env HERMES_SERVER_AGENT; default echo)")
+    chat.add_argument("--agent-base-url", default=_env("HERMES_SERVER_AGENT_BASE_URL"),
+                      help="openai agent: base URL ending before /chat/completions, e.g. http://127.0.0.1:8080/v1 "
+                           "(env HERMES_SERVER_AGENT_BASE_URL)")
+    chat.add_argument("--agent-model", default=_env("HERMES_SERVER_AGENT_MODEL"),
+                      help="openai agent: model name to request (env HERMES_SERVER_AGENT_MODEL; default --model-name)")
+    chat.add_argument("--agent-api-key", default=_env("HERMES_SERVER_AGENT_API_KEY"),
+                      help="openai agent: bearer key for the backend (env HERMES_SERVER_AGENT_API_KEY; default none)")
+    chat.add_argument("--agent-script", default=_env("HERMES_SERVER_AGENT_SCRIPT"), metavar="FILE",
+                      help="script agent: JSON file of replies, tool runs, delays and failures, re-read every turn "
+                           "(env HERMES_SERVER_AGENT_SCRIPT; format in hermes_server/agents/script.py)")
+    # String defaults pass through `type`, so a bad environment value gets argparse's message.
+    chat.add_argument("--keepalive-seconds", type=float, default=_env("HERMES_SERVER_KEEPALIVE_SECONDS", "30"),
+                      help="chat stream: seconds without an event before a `: keepalive` comment "
+                           "(env HERMES_SERVER_KEEPALIVE_SECONDS; default 30, as upstream)")
+    chat.add_argument("--compress-after-messages", type=int,
+                      default=_env("HERMES_SERVER_COMPRESS_AFTER_MESSAGES"), metavar="N",
+                      help="rotate a session into a compression continuation when a turn would take its active "
+                           "transcript past N messages (env HERMES_SERVER_COMPRESS_AFTER_MESSAGES; default off)")
 
 
 def _flag(value: bool, env: str) -> bool:
@@ -132,6 +165,23 @@ def _fixture_problems(path: Path) -> str | None:
     return None
 
 
+def _chat_settings(args: argparse.Namespace) -> dict[str, object]:
+    """The chat part of Settings, with the checks argparse cannot make."""
+    if args.keepalive_seconds <= 0:
+        raise SystemExit("hermes-server: --keepalive-seconds must be greater than 0")
+    if args.compress_after_messages is not None and args.compress_after_messages < 1:
+        raise SystemExit("hermes-server: --compress-after-messages must be at least 1")
+    return {
+        "agent": _choice(args.agent, AGENT_NAMES, "HERMES_SERVER_AGENT"),
+        "agent_base_url": args.agent_base_url,
+        "agent_model": args.agent_model,
+        "agent_api_key": args.agent_api_key,
+        "agent_script": Path(args.agent_script).expanduser() if args.agent_script else None,
+        "keepalive_seconds": args.keepalive_seconds,
+        "compress_after_messages": args.compress_after_messages,
+    }
+
+
 def settings_from_args(args: argparse.Namespace) -> Settings:
     """Resolve flags and environment into Settings; exits with a message on bad values."""
     home = Path(args.home or _env("HERMES_HOME") or Path.home() / ".hermes").expanduser()
@@ -156,6 +206,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         cors_origins=tuple(o.strip() for o in (origins or "").split(",") if o.strip()),
         log_level=_choice(args.log_level, LEVELS, "HERMES_SERVER_LOG_LEVEL"),
         log_format=_choice(args.log_format, FORMATS, "HERMES_SERVER_LOG_FORMAT"),
+        shutdown_grace_seconds=_positive(args.shutdown_grace, "--shutdown-grace"),
+        **_chat_settings(args),
         **_fixture_settings(args),
     )
 
@@ -167,9 +219,16 @@ def _choice(value: str, allowed: Sequence[str], env: str) -> str:
     return value
 
 
+def _positive(value: float, flag: str) -> float:
+    if not value > 0:
+        raise SystemExit(f"hermes-server: {flag} must be greater than 0")
+    return value
+
+
 def serve(args: argparse.Namespace) -> int:
     """Start uvicorn with the app; prints the key when it generated one."""
     import uvicorn
+    from sse_starlette.sse import AppStatus
 
     from hermes_server.app import create_app
     from hermes_server.store.migrate import check_existing
@@ -194,9 +253,17 @@ def serve(args: argparse.Namespace) -> int:
             return 2
     if settings.fixture_api and settings.api_key is None and not _is_loopback(settings.host):
         print(f"hermes-server: WARNING: --fixture-api without a key on {settings.host}: anyone who can reach it can reset the database.", file=sys.stderr, flush=True)
+    try:
+        app = create_app(settings)
+    except ValueError as exc:  # an unusable --agent configuration
+        print(f"hermes-server: {exc}", file=sys.stderr)
+        return 2
     print(f"hermes-server: serving http://{settings.host}:{settings.port} over {settings.db_path}", flush=True)
+    # sse-starlette would cut every open stream the moment SIGTERM arrives; a stream is an
+    # in-flight request like any other, so it gets the same grace period (below) to finish.
+    AppStatus.disable_automatic_graceful_drain()
     uvicorn.run(
-        create_app(settings),
+        app,
         host=settings.host,
         port=settings.port,
         log_level=settings.log_level,
@@ -204,9 +271,10 @@ def serve(args: argparse.Namespace) -> int:
         # access line instead of uvicorn's.
         log_config=None,
         access_log=False,
-        # On SIGTERM/SIGINT: stop accepting, let in-flight requests finish (SSE streams
-        # are told to end by sse-starlette), close state.db last, in lifespan shutdown.
-        timeout_graceful_shutdown=10,
+        # On SIGTERM/SIGINT: stop accepting, let in-flight requests and streams finish for up
+        # to this long, then cancel them (app.py closes a cut stream with its last chunk);
+        # chat turns and state.db are closed last, in lifespan shutdown.
+        timeout_graceful_shutdown=settings.shutdown_grace_seconds,
         lifespan="on",
     )
     return 0

@@ -5,7 +5,7 @@ The CLI builds it from flags and environment; the app and its parts only read it
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 MAX_REQUEST_BYTES = 10_000_000
@@ -24,15 +24,24 @@ class Settings:
     model_name: str = DEFAULT_MODEL_NAME
     cors_origins: tuple[str, ...] = ()
     max_request_bytes: int = MAX_REQUEST_BYTES
+    # Seconds without an event after which the chat stream writes `: keepalive`.
     keepalive_seconds: float = 30.0
+    # The chat agent (`echo`, `openai`, `script`) and its options.
     agent: str = "echo"
-    agent_options: dict = field(default_factory=dict)
+    agent_base_url: str | None = None
+    agent_model: str | None = None
+    agent_api_key: str | None = None
+    agent_script: Path | None = None
+    # Rotate a session into a compression continuation when a turn would take its
+    # active transcript past this many messages (None: never).
     compress_after_messages: int | None = None
     # Seconds a write keeps retrying while another process holds the SQLite write lock.
     write_retry_seconds: float = 15.0
     reader_threads: int = 4
     log_level: str = "info"
     log_format: str = "text"
+    # On SIGTERM, seconds in-flight requests (chat streams included) may run on.
+    shutdown_grace_seconds: float = 10.0
     # Test-control extensions, all off by default (DECISIONS.md "Extensions"):
     # `/_fixture/*` control API with faults and the request journal,
     fixture_api: bool = False

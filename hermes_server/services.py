@@ -8,10 +8,14 @@ the default server pays nothing for them.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Coroutine
 
+from hermes_server.agents import build_agent
+from hermes_server.agents.base import Agent
 from hermes_server.config import Settings
 from hermes_server.domain.ids import generate_session_id
 from hermes_server.store.db import Database
@@ -19,6 +23,11 @@ from hermes_server.store.db import Database
 if TYPE_CHECKING:
     from hermes_server.faults import FaultRegistry
     from hermes_server.fixtures.journal import Journal
+
+log = logging.getLogger("hermes_server")
+
+# How long shutdown waits for chat turns still running before it cancels them.
+TURN_DRAIN_SECONDS = 15.0
 
 
 @dataclass
@@ -34,6 +43,15 @@ class Services:
     journal: Journal | None = None
     # The decoded `serve --fixture` document, which `POST /_fixture/reset` goes back to.
     fixture_document: Any = None
+    # The chat agent (`--agent`); built from the settings when not given.
+    agent: Agent | None = None
+    # Chat turns in flight. They belong here, not to a response, so a client that
+    # disconnects does not cancel them; shutdown waits for them (`drain_turns`).
+    turns: set[asyncio.Task[Any]] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        if self.agent is None:
+            self.agent = build_agent(self.settings)
 
     def now(self) -> float:
         """Current Unix time in float seconds (settable in deterministic mode)."""
@@ -42,3 +60,22 @@ class Services:
     def new_session_id(self) -> str:
         """A generated id in upstream's `api_<seconds>_<8 hex>` form."""
         return generate_session_id(self.now(), self.id_suffix)
+
+    def spawn(self, turn: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        """Run a chat turn in a task that outlives the request that started it."""
+        task = asyncio.get_running_loop().create_task(turn)
+        self.turns.add(task)
+        task.add_done_callback(self.turns.discard)
+        return task
+
+    async def drain_turns(self, timeout: float = TURN_DRAIN_SECONDS) -> None:
+        """Let running turns finish (and write); cancel those still running after `timeout`."""
+        if not self.turns:
+            return
+        pending = set(self.turns)
+        _, stuck = await asyncio.wait(pending, timeout=timeout)
+        for task in stuck:
+            task.cancel()
+        if stuck:
+            log.warning("shutdown: cancelled %d chat turn(s) still running after %.0fs", len(stuck), timeout)
+            await asyncio.wait(stuck)

@@ -43,7 +43,8 @@ class ExactResponse(Response):
             (b"content-length", str(len(body)).encode("latin-1")),
         ]
         for key, value in (headers or {}).items():
-            raw.append((key.lower().encode("latin-1"), value.encode("latin-1")))
+            # aiohttp sends header values as UTF-8 (e.g. a session id `é` as C3 A9).
+            raw.append((key.lower().encode("latin-1"), value.encode("utf-8", "surrogateescape")))
         self.raw_headers = raw
 
 

@@ -1,0 +1,133 @@
+"""The one interface every chat agent implements, and the events it yields.
+
+An agent turns (session id, history, user message, ephemeral instruction) into a
+stream of events and one final `TurnResult`. It never touches the database: what
+a turn leaves in state.db is decided in one place (`agents/runner.py` with
+`store/turns.py`), so every agent leaves the same traces and the same
+persistence guarantees hold whichever agent is configured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, AsyncIterator, Literal, Protocol
+
+from hermes_server.domain.content import UserMessage
+
+# The system prompt a turn starts from. It is what the session row's
+# `system_prompt` is overwritten with when a turn starts on an empty history
+# (upstream stores its agent-built prompt there; this is our fixed stand-in).
+SYSTEM_PROMPT = (
+    "You are Hermes Agent, served by hermes-server (an emulator of the Hermes session API). "
+    "Answer the latest user message helpfully and concisely."
+)
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    """Everything an agent may use for one turn."""
+
+    session_id: str
+    history: list[dict[str, Any]]
+    user_message: UserMessage
+    system_message: str | None = None
+
+
+@dataclass(frozen=True)
+class Delta:
+    """A piece of the assistant's reply text, in order."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolEvent:
+    """A tool run that started, completed or failed (streamed as `tool.<kind>`)."""
+
+    kind: Literal["started", "completed", "failed"]
+    tool_name: str | None
+    preview: str | None = None
+    args: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Reasoning made available mid-turn (streamed as `tool.progress`)."""
+
+    text: str
+    tool_name: str | None = None
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts summed over the turn's model calls."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    api_calls: int = 1
+
+    def public(self) -> dict[str, int]:
+        """The `usage` object of the chat response and `run.completed`."""
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "total_tokens": self.input_tokens + self.output_tokens,
+        }
+
+
+@dataclass(frozen=True)
+class TurnResult:
+    """The end of a turn.
+
+    `messages` are the assistant and tool messages the turn produced, in
+    conversation form (role, content, tool_calls, tool_call_id, tool_name,
+    finish_reason, reasoning …), ending with the final assistant message.
+    `model` is the model id a real backend reported, if any.
+    """
+
+    final_text: str | None
+    usage: Usage
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    model: str | None = None
+
+
+AgentEvent = Delta | ToolEvent | Progress | TurnResult
+
+
+class AgentError(Exception):
+    """A failure an agent reports on purpose; str() is safe to show (after redaction)."""
+
+
+class Agent(Protocol):
+    """A chat backend."""
+
+    name: str
+    # The model id the session row gets when its `model` is NULL.
+    model: str
+
+    def run(self, turn: TurnRequest) -> AsyncIterator[AgentEvent]:
+        """Yield events for one turn, ending with exactly one TurnResult (or raise)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections at shutdown."""
+        ...
+
+
+def assistant_message(text: str | None, finish_reason: str = "stop") -> dict[str, Any]:
+    """The final assistant message of a turn, shaped as upstream's agent reports it."""
+    return {"role": "assistant", "content": text, "finish_reason": finish_reason, "reasoning": None}
+
+
+def word_deltas(text: str) -> list[str]:
+    """Split a reply into streamed pieces: the first word, then each following ` word`."""
+    words = text.split(" ")
+    return [words[0]] + [" " + word for word in words[1:]] if text else []
+
+
+def estimated_usage(history_length: int, reply: str | None) -> Usage:
+    """Plausible counts: 10 per prompt message (system + history + user), 1 per reply word."""
+    return Usage(input_tokens=10 * (history_length + 2), output_tokens=len((reply or "").split()))

@@ -1,0 +1,105 @@
+"""Running one chat turn: load the history, record the turn, drive the agent.
+
+Shared by `/chat` and `/chat/stream`. The turn runs in a task owned by
+`Services` (not by the HTTP response), so a client that disconnects neither
+stops the agent nor undoes its writes (seed 000: disconnect is not rollback).
+Storage failures during a turn are logged and never fail the turn, as upstream's
+agent does; an exception from the agent itself propagates to the route.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from hermes_server.agents.base import SYSTEM_PROMPT, AgentError, AgentEvent, TurnRequest, TurnResult, Usage
+from hermes_server.agents.compression import continuation_id
+from hermes_server.domain.content import UserMessage, conversation_history, stored_user_content
+from hermes_server.domain.projection import message_projection
+from hermes_server.services import Services
+from hermes_server.store import messages, turns
+
+log = logging.getLogger("hermes_server.chat")
+
+
+@dataclass(frozen=True)
+class ChatTurn:
+    """A validated chat request."""
+
+    session_id: str  # the exact path id
+    user_message: UserMessage
+    system_message: str | None
+    session_key: str | None
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    """What the routes answer with once the turn is over."""
+
+    session_id: str  # the effective id: a continuation's id when the turn rotated
+    final_text: str | None
+    usage: Usage
+    messages: list[dict[str, Any]]  # this turn's assistant/tool messages, sparse projection
+
+
+async def load_history(svc: Services, session_id: str) -> list[dict[str, Any]]:
+    """Active messages of the exact id in conversation form; on failure, empty (logged, no text)."""
+    try:
+        rows = await svc.db.read(messages.active_messages, session_id)
+    except Exception as exc:  # noqa: BLE001 - upstream runs the turn without history
+        log.warning("history of session %r could not be loaded (%s); running the turn with empty history",
+                    session_id, type(exc).__name__)
+        return []
+    return conversation_history(rows)
+
+
+async def _begin(svc: Services, turn: ChatTurn, history: list[dict[str, Any]]) -> turns.TurnStart:
+    now = svc.now()
+    try:
+        return await svc.db.write(
+            turns.begin_turn, turn.session_id,
+            model=svc.agent.model, system_prompt=SYSTEM_PROMPT, fresh_history=not history,
+            user_content=stored_user_content(turn.user_message), now=now,
+            compress_after=svc.settings.compress_after_messages, continuation_id=continuation_id(now),
+        )
+    except Exception as exc:  # noqa: BLE001 - a turn is not failed by its bookkeeping
+        log.error("session %r: the start of a turn could not be recorded (%s)", turn.session_id, type(exc).__name__)
+        return turns.TurnStart(turn.session_id)
+
+
+async def _finish(svc: Services, session_id: str, result: TurnResult) -> None:
+    try:
+        await svc.db.write(
+            turns.finish_turn, session_id, result.messages, result.usage,
+            model=svc.agent.model, reported_model=result.model, now=svc.now(),
+        )
+    except Exception as exc:  # noqa: BLE001 - as in _begin
+        log.error("session %r: the end of a turn could not be recorded (%s)", session_id, type(exc).__name__)
+
+
+async def run_turn(svc: Services, turn: ChatTurn, on_event: Callable[[AgentEvent], None] | None = None) -> TurnOutcome:
+    """Run one turn to completion; `on_event` sees every agent event except the result."""
+    history = await load_history(svc, turn.session_id)
+    start = await _begin(svc, turn, history)
+    request = TurnRequest(
+        turn.session_id,
+        [start.summary] if start.summary else history,
+        turn.user_message,
+        turn.system_message,
+    )
+    result: TurnResult | None = None
+    async for event in svc.agent.run(request):
+        if isinstance(event, TurnResult):
+            result = event
+        elif on_event is not None and result is None:
+            on_event(event)
+    if result is None:
+        raise AgentError("the agent ended the turn without a result")
+    await _finish(svc, start.target_id, result)
+    return TurnOutcome(
+        start.target_id,
+        result.final_text,
+        result.usage,
+        [message_projection(m, sparse=True) for m in result.messages if m.get("role") in ("assistant", "tool")],
+    )

@@ -1,0 +1,183 @@
+"""The `script` agent: replies, tool runs, reasoning, delays and failures read from a JSON file.
+
+So a connector test can reproduce what a real agent does (tool events, slow
+turns, stalls that trigger keepalives, agent errors) without a model. The file
+is re-read on every turn, so a test may rewrite it between turns. Format:
+
+    {"turns": [
+      {"match": "slow",                       # optional: substring of the user text
+       "steps": [                             # optional, run in order
+         {"delta": "Hel"},                    # streamed reply text
+         {"sleep": 1.5},                      # pause (seconds)
+         {"reasoning": "thinking"},           # a tool.progress event (`_thinking`)
+         {"tool": "search", "args": {"q": "x"}, "preview": "search x",
+          "result": "3 hits", "failed": false},  # tool.started then tool.completed/failed,
+                                              # persisted as an assistant tool call + tool row
+         {"fail": "backend exploded"}         # the agent raises (500 / `error` event)
+       ],
+       "reply": "final text",                 # optional; null = no final response;
+                                              # absent = the deltas joined
+       "usage": {"input_tokens": 5, "output_tokens": 7}}  # optional
+    ]}
+
+The first entry whose `match` occurs in the user text (or that has no `match`)
+plays the turn. A bare list is accepted in place of `{"turns": [...]}`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+from hermes_server.agents.base import (
+    AgentError,
+    AgentEvent,
+    Delta,
+    Progress,
+    ToolEvent,
+    TurnRequest,
+    TurnResult,
+    Usage,
+    assistant_message,
+    estimated_usage,
+    word_deltas,
+)
+from hermes_server.domain.content import message_text
+
+_STEP_KINDS = ("delta", "sleep", "reasoning", "tool", "fail")
+_USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
+_UNSET = object()
+REASONING_PREVIEW = 500
+
+
+@dataclass(frozen=True)
+class ScriptTurn:
+    """One scripted turn."""
+
+    match: str | None
+    steps: list[dict[str, Any]]
+    reply: Any  # str, None, or _UNSET
+    usage: dict[str, int] | None
+
+
+def _step(raw: Any, where: str) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        raise ValueError(f"{where}: a step must be an object")
+    kinds = [kind for kind in _STEP_KINDS if kind in raw]
+    if len(kinds) != 1:
+        raise ValueError(f"{where}: a step needs exactly one of {', '.join(_STEP_KINDS)}")
+    kind = kinds[0]
+    if kind == "sleep" and (not isinstance(raw["sleep"], (int, float)) or raw["sleep"] < 0):
+        raise ValueError(f"{where}: sleep must be a non-negative number of seconds")
+    if kind in ("delta", "reasoning", "fail", "tool") and not isinstance(raw[kind], str):
+        raise ValueError(f"{where}: {kind} must be a string")
+    if kind == "tool" and not isinstance(raw.get("args", {}), dict):
+        raise ValueError(f"{where}: tool args must be an object")
+    return raw
+
+
+def parse_script(data: Any) -> list[ScriptTurn]:
+    """Validate a decoded script; ValueError names the first problem."""
+    entries = data.get("turns") if isinstance(data, dict) else data
+    if not isinstance(entries, list) or not entries:
+        raise ValueError("a script is a non-empty list of turns (or {\"turns\": [...]})")
+    turns = []
+    for i, entry in enumerate(entries):
+        where = f"turn {i}"
+        if not isinstance(entry, dict):
+            raise ValueError(f"{where}: must be an object")
+        match = entry.get("match")
+        if match is not None and not isinstance(match, str):
+            raise ValueError(f"{where}: match must be a string")
+        steps = entry.get("steps", [])
+        if not isinstance(steps, list):
+            raise ValueError(f"{where}: steps must be a list")
+        reply = entry.get("reply", _UNSET)
+        if reply is not _UNSET and reply is not None and not isinstance(reply, str):
+            raise ValueError(f"{where}: reply must be a string or null")
+        usage = entry.get("usage")
+        if usage is not None and (
+            not isinstance(usage, dict)
+            or any(k not in _USAGE_FIELDS or not isinstance(v, int) for k, v in usage.items())
+        ):
+            raise ValueError(f"{where}: usage takes integer {', '.join(_USAGE_FIELDS)}")
+        turns.append(ScriptTurn(match, [_step(s, f"{where} step {j}") for j, s in enumerate(steps)], reply, usage))
+    return turns
+
+
+def load_script(path: Path) -> list[ScriptTurn]:
+    """Read and validate a script file; ValueError says what is wrong with it."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot read agent script {path}: {exc}") from None
+    try:
+        return parse_script(data)
+    except ValueError as exc:
+        raise ValueError(f"invalid agent script {path}: {exc}") from None
+
+
+def _tool_messages(step: dict[str, Any], call_id: str) -> list[dict[str, Any]]:
+    """The assistant tool call and the tool result, as a real turn persists them."""
+    call = {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": step["tool"], "arguments": json.dumps(step.get("args", {}))},
+    }
+    return [
+        {"role": "assistant", "content": None, "tool_calls": [call], "finish_reason": "tool_calls"},
+        {"role": "tool", "content": str(step.get("result", "")), "tool_call_id": call_id, "tool_name": step["tool"]},
+    ]
+
+
+class ScriptAgent:
+    """See the module docstring."""
+
+    name = "script"
+
+    def __init__(self, path: Path, model: str) -> None:
+        self.path = path
+        self.model = model
+        load_script(path)  # fail at startup, not on the first chat
+
+    def _pick(self, turn: TurnRequest) -> ScriptTurn:
+        try:
+            turns = load_script(self.path)
+        except ValueError as exc:
+            raise AgentError(str(exc)) from None
+        text = message_text(turn.user_message)
+        for scripted in turns:
+            if scripted.match is None or scripted.match in text:
+                return scripted
+        raise AgentError("no scripted turn matches this message")
+
+    async def run(self, turn: TurnRequest) -> AsyncIterator[AgentEvent]:
+        scripted = self._pick(turn)
+        messages: list[dict[str, Any]] = []
+        streamed: list[str] = []
+        for step in scripted.steps:
+            if "delta" in step:
+                streamed.append(step["delta"])
+                yield Delta(step["delta"])
+            elif "sleep" in step:
+                await asyncio.sleep(step["sleep"])
+            elif "reasoning" in step:
+                yield Progress(step["reasoning"][:REASONING_PREVIEW])
+            elif "fail" in step:
+                raise AgentError(step["fail"])
+            else:
+                yield ToolEvent("started", step["tool"], step.get("preview"), step.get("args", {}))
+                messages += _tool_messages(step, f"call_{len(messages) // 2 + 1}")
+                yield ToolEvent("failed" if step.get("failed") else "completed", step["tool"])
+        reply = "".join(streamed) if scripted.reply is _UNSET else scripted.reply
+        if not streamed and reply:
+            for piece in word_deltas(reply):
+                yield Delta(piece)
+        usage = Usage(**scripted.usage) if scripted.usage else estimated_usage(len(turn.history), reply)
+        yield TurnResult(reply, usage, messages + [assistant_message(reply)])
+
+    async def aclose(self) -> None:
+        return None
