@@ -243,7 +243,9 @@ def build_cases() -> list[Case]:
         add(Case(f"list ?{q}", "GET", f"/api/sessions?{q}"))
     for q in ["limit=%zz", "limit=&limit=5", "source=%FF", "source=api+server", "limit=3&offset=3",
               "limit=4&offset=200", "include_children=1&limit=5&offset=2", "limit=200&source=api_server&include_children=true",
-              "LIMIT=1", "limit=0x10", "limit=1e2", "limit=%E2%82%81"]:
+              "LIMIT=1", "limit=0x10", "limit=1e2", "limit=%E2%82%81", "limit=1;offset=2", "limit=2&&offset=1",
+              "=5&limit=2", "limit&offset=1", "limit=%2B3", "limit=3%00", "limit=%203%0A", "offset=1%5F0&limit=2",
+              "include_children=%E2%80%83yes", "source=api_server%00"]:
         add(Case(f"list ?{q}", "GET", f"/api/sessions?{q}"))
     add(Case("list with a body", "GET", "/api/sessions?limit=2", b"{junk"))
     add(Case("list everything", "GET", "/api/sessions?limit=200"))
