@@ -245,6 +245,14 @@ def test_disconnect_does_not_stop_or_undo_the_turn(scripted: RunningServer) -> N
     assert "Traceback" not in scripted.log()
 
 
+def test_chat_client_giving_up_does_not_stop_the_turn(scripted: RunningServer) -> None:
+    create(scripted, "DC")
+    with pytest.raises(httpx.ReadTimeout):
+        scripted.client.post("/api/sessions/DC/chat", json={"message": "slow"}, timeout=0.3)
+    assert assistant_rows(scripted.db_path, "DC") == []
+    assert wait_for(lambda: assistant_rows(scripted.db_path, "DC") == ["first second"])
+
+
 def test_shutdown_waits_for_running_turns(tmp_path: Path) -> None:
     srv = start_scripted(tmp_path / "hermes")
     create(srv, "SD")
