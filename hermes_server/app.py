@@ -165,8 +165,6 @@ class HermesApp:
         fixture_control.configure(self.services, [route.name for route in routes])
         # When this app began serving, as /health/detailed reports it.
         self.started_at = datetime.now(timezone.utc).isoformat()
-        # Requests being handled, by request id (their ASGI scopes).
-        self._active: dict[str, Scope] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -214,7 +212,6 @@ class HermesApp:
                 completed = True
             await send(message)
 
-        self._active[request_id] = scope
         route: Route | None = None
         try:
             response, route = await self.dispatch(Request(scope, receive))
@@ -224,16 +221,20 @@ class HermesApp:
             if not completed:
                 await self._finish(send_and_note, started=status != 0)
         except asyncio.CancelledError:
-            # Shutdown's grace period ran out (uvicorn cancels what is left): end the
-            # stream with its last chunk so the client sees a closed stream, not a reset.
-            if status and not completed:
+            if not status:
+                raise
+            # Shutdown's grace period ran out: uvicorn cancels what is still running only
+            # to end it. End the stream with its last chunk (the client sees a closed
+            # stream, not a reset) and return normally: the request is over, not failed.
+            if not completed:
                 await self._finish(send_and_note, started=True)
-            raise
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
         else:
             if not completed:  # a stream that stopped early (its client left, or shutdown)
                 await self._finish(send_and_note, started=status != 0)
         finally:
-            del self._active[request_id]
             session_id = scope.get("path_params", {}).get("session_id") if route else None
             log_access(scope["method"], route.template if route else None, status,
                        time.perf_counter() - started, session_id, request_id)
@@ -250,16 +251,6 @@ class HermesApp:
                 await PlainTextResponse(SERVER_ERROR_TEXT, 500)({"type": "http"}, _no_receive, send)
         except Exception:  # noqa: BLE001 - the client is gone; nothing more to tell it
             log.debug("could not finish a response", exc_info=True)
-
-    def in_flight(self, features: frozenset[str]) -> int:
-        """Requests now running an operation that provides any of `features` (e.g. agent turns)."""
-        count = 0
-        for scope in list(self._active.values()):
-            route = scope.get("hermes.route")
-            op = route.docs.get(scope["method"]) if route else None
-            if op is not None and features.intersection(op.features):
-                count += 1
-        return count
 
     async def dispatch(self, request: Request) -> tuple[Response, Route | None]:
         """Run the pipeline for one request; returns the response and the matched route."""
@@ -279,10 +270,10 @@ class HermesApp:
         match = self.router.resolve(method, raw_path.decode("latin-1"))
         if match.route is None:
             return PlainTextResponse(NOT_FOUND_TEXT, 404), None
-        if match.endpoint is None:
-            return PlainTextResponse(METHOD_NOT_ALLOWED_TEXT, 405, {"Allow": match.route.allow}), match.route
         request.scope["path_params"] = match.params
         request.scope["hermes.route"] = match.route
+        if match.endpoint is None:
+            return PlainTextResponse(METHOD_NOT_ALLOWED_TEXT, 405, {"Allow": match.route.allow}), match.route
         try:
             if self.services.faults is None:
                 response = await match.endpoint(request, self.services)

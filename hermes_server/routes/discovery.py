@@ -63,9 +63,6 @@ ENDPOINT_ORDER = (
     "session_chat", "session_chat_stream",
 )
 
-# Features whose operations run an agent turn: they count as active agents.
-AGENT_FEATURES = frozenset({"chat_completions", "session_chat", "session_chat_streaming"})
-
 RUNTIME = {
     "mode": "server_agent",
     "tool_execution": "server",
@@ -114,7 +111,8 @@ async def health_detailed(request: Request, svc: Services) -> Response:
     platforms = {"api_server": {
         "state": "connected", "error_code": None, "error_message": None, "updated_at": app.started_at,
     }}
-    active = app.in_flight(AGENT_FEATURES)
+    # Chat turns still running, including those whose client has gone (they finish anyway).
+    active = len(svc.turns)
     checks = {
         "state_db": await _state_db_check(svc),
         "config": readiness.check(readiness.OK),
