@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+import pytest
+
 from tests.server import RunningServer
 
 SECURITY_HEADERS = {
@@ -99,6 +101,17 @@ def _send_quietly(conn: http.client.HTTPConnection, parts: Iterable[bytes], end:
             conn.send(end)
     except (BrokenPipeError, ConnectionResetError):
         pass
+
+
+@pytest.fixture(autouse=True)
+def database_opened(request: pytest.FixtureRequest) -> None:
+    """The server opens state.db lazily: make it do so before a test writes rows into it.
+
+    Import this into a test module to make it autouse there.
+    """
+    for name in ("server", "fresh_server"):
+        if name in request.fixturenames:
+            request.getfixturevalue(name).client.get("/api/sessions?limit=0")
 
 
 def connect(db_path: Path) -> sqlite3.Connection:
