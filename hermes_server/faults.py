@@ -201,7 +201,6 @@ class FaultRegistry:
     def __init__(self, route_names: Iterable[str]) -> None:
         self.route_names = frozenset(route_names)
         self.faults: list[Fault] = []
-        self._next_id = 1
 
     # -- installing --------------------------------------------------------
 
@@ -251,11 +250,8 @@ class FaultRegistry:
         if spec is None:
             return None
         fault_id = check.text(spec, "id", path, non_empty=True)
-        if fault_id is None:
-            while f"f{self._next_id}" in taken:
-                self._next_id += 1
-            fault_id = f"f{self._next_id}"
-            self._next_id += 1
+        if fault_id is None:  # the lowest free f<n>
+            fault_id = next(f"f{n}" for n in range(1, len(taken) + 2) if f"f{n}" not in taken)
         if fault_id in taken:
             check.fail(child(path, "id"), f"duplicate fault id {fault_id!r}")
         taken.add(fault_id)
@@ -288,22 +284,20 @@ class FaultRegistry:
                      1.0 if probability is None else probability, seed, params, normal)
 
     def parse(self, document: Any, taken: set[str] | None = None) -> list[Fault]:
-        """Check a fault list (`{"faults": [...]}`, a list, or one fault) all-or-nothing.
+        """Check `{"faults": [...]}` or a single fault object, all-or-nothing.
 
         `taken` holds ids already installed, which new faults may not reuse.
         """
-        single = False
         if isinstance(document, dict) and set(document) == {"faults"}:
-            items, base = document["faults"], "$.faults"
-        elif isinstance(document, list):
-            items, base = document, "$"
+            items = document["faults"]
+            if not isinstance(items, list):
+                raise DocumentError([Problem("$.faults", f"must be a list, got {describe(items)}")])
+            paths = [child("$.faults", i) for i in range(len(items))]
         else:
-            items, base, single = [document], "$", True
-        if not isinstance(items, list):
-            raise DocumentError([Problem(base, f"must be a list, got {describe(items)}")])
+            items, paths = [document], ["$"]
         check = Checker()
         taken = set(taken or ())
-        faults = [self._parse(check, raw, base if single else child(base, i), taken) for i, raw in enumerate(items)]
+        faults = [self._parse(check, raw, path, taken) for raw, path in zip(items, paths)]
         check.raise_if_any()
         return [f for f in faults if f is not None]
 
@@ -312,7 +306,6 @@ class FaultRegistry:
 
     def clear(self) -> None:
         self.faults = []
-        self._next_id = 1
 
     def as_json(self) -> list[dict[str, Any]]:
         return [f.as_json() for f in self.faults]
@@ -463,8 +456,8 @@ async def abort_connection(scope: Scope) -> None:
     (the pipeline keeps it in the scope): SO_LINGER 0 turns the close into a RST.
     """
     scope[RESET_MARK] = True
-    send = scope.get(RAW_SEND)
-    transport = getattr(getattr(send, "__self__", None), "transport", None)
+    cycle = getattr(scope.get(RAW_SEND), "__self__", None)
+    transport = getattr(cycle, "transport", None)
     if transport is None:
         raise RuntimeError("connection_reset needs uvicorn's HTTP transport")
     sock = transport.get_extra_info("socket")
@@ -474,7 +467,11 @@ async def abort_connection(scope: Scope) -> None:
         except OSError:
             pass  # a plain close is still a dropped connection
     transport.abort()
-    await asyncio.sleep(0)  # let uvicorn notice, so it does not try to answer 500
+    # uvicorn learns of the loss on a later loop turn; until then it would still try to answer.
+    for _ in range(100):
+        if getattr(cycle, "disconnected", True):
+            break
+        await asyncio.sleep(0)
 
 
 class ConnectionReset(Response):
@@ -485,3 +482,6 @@ class ConnectionReset(Response):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await abort_connection(scope)
+        # Tell the pipeline the exchange is over (uvicorn drops messages for a lost connection),
+        # so it does not try to end an unfinished response with a 500.
+        await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -61,6 +61,12 @@ class Services:
         """A generated id in upstream's `api_<seconds>_<8 hex>` form."""
         return generate_session_id(self.now(), self.id_suffix)
 
+    def continuation_suffix(self) -> Callable[[], str] | None:
+        """Where a compression continuation id gets its 6 hex: the seeded source in
+        deterministic mode, else None (random, as upstream)."""
+        suffix = self.id_suffix
+        return None if suffix is None else (lambda: suffix()[:6])
+
     def spawn(self, turn: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Run a chat turn in a task that outlives the request that started it."""
         task = asyncio.get_running_loop().create_task(turn)

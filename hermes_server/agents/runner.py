@@ -13,12 +13,14 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from hermes_server import faults
 from hermes_server.agents.base import SYSTEM_PROMPT, AgentError, AgentEvent, TurnRequest, TurnResult, Usage
 from hermes_server.agents.compression import continuation_id
 from hermes_server.domain.content import UserMessage, conversation_history, stored_user_content
 from hermes_server.domain.projection import message_projection
 from hermes_server.services import Services
 from hermes_server.store import messages, turns
+from hermes_server.store.errors import DatabaseUnavailable
 
 log = logging.getLogger("hermes_server.chat")
 
@@ -46,6 +48,8 @@ class TurnOutcome:
 async def load_history(svc: Services, session_id: str) -> list[dict[str, Any]]:
     """Active messages of the exact id in conversation form; on failure, empty (logged, no text)."""
     try:
+        if faults.history_load_fails(svc):  # injected fault (--fixture-api), handled as upstream does
+            raise DatabaseUnavailable("history load failed (injected fault)")
         rows = await svc.db.read(messages.active_messages, session_id)
     except Exception as exc:  # noqa: BLE001 - upstream runs the turn without history
         log.warning("history of session %r could not be loaded (%s); running the turn with empty history",
@@ -57,11 +61,14 @@ async def load_history(svc: Services, session_id: str) -> list[dict[str, Any]]:
 async def _begin(svc: Services, turn: ChatTurn, history: list[dict[str, Any]]) -> turns.TurnStart:
     now = svc.now()
     try:
+        if faults.persistence_fails(svc):  # injected fault: the whole turn goes unrecorded
+            raise DatabaseUnavailable("turn not stored (injected fault)")
         return await svc.db.write(
             turns.begin_turn, turn.session_id,
             model=svc.agent.model, system_prompt=SYSTEM_PROMPT, fresh_history=not history,
             user_content=stored_user_content(turn.user_message), now=now,
-            compress_after=svc.settings.compress_after_messages, continuation_id=continuation_id(now),
+            compress_after=svc.settings.compress_after_messages,
+            continuation_id=continuation_id(now, svc.continuation_suffix()),
         )
     except Exception as exc:  # noqa: BLE001 - a turn is not failed by its bookkeeping
         log.error("session %r: the start of a turn could not be recorded (%s)", turn.session_id, type(exc).__name__)
@@ -70,6 +77,8 @@ async def _begin(svc: Services, turn: ChatTurn, history: list[dict[str, Any]]) -
 
 async def _finish(svc: Services, session_id: str, result: TurnResult) -> None:
     try:
+        if faults.persistence_fails(svc):
+            raise DatabaseUnavailable("turn not stored (injected fault)")
         await svc.db.write(
             turns.finish_turn, session_id, result.messages, result.usage,
             model=svc.agent.model, reported_model=result.model, now=svc.now(),

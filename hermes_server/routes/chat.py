@@ -23,6 +23,7 @@ from hermes_server.agents.runner import ChatTurn, TurnOutcome, run_turn
 from hermes_server.domain.content import ContentError, extract_user_message, system_instruction
 from hermes_server.domain.redact import redact
 from hermes_server.domain.titles import scrub_surrogates
+from hermes_server.faults import cut_stream
 from hermes_server.http.auth import check_bearer, session_key
 from hermes_server.http.body import read_json_object
 from hermes_server.http.errors import ApiError, server_error
@@ -188,6 +189,7 @@ async def session_chat_stream(request: Request, svc: Services) -> Response:
     events.emit("run.started", {"user_message": {"role": "user", "content": turn.user_message}})
     events.emit("message.started", {"message": {"id": events.message_id, "role": "assistant"}})
     svc.spawn(_stream_turn(svc, turn, events))
-    response = EventSourceResponse(events.frames(svc.settings.keepalive_seconds), ping=0)
+    # `cut_stream` lets an injected fault drop the connection after N events (faults.py).
+    response = EventSourceResponse(cut_stream(svc, events.frames(svc.settings.keepalive_seconds)), ping=0)
     response.raw_headers = _sse_headers(identity_headers(turn.session_id, turn.session_key))
     return response

@@ -200,18 +200,21 @@ def test_probability_is_repeatable_for_a_seed() -> None:
      [("$.faults[1].route", "unknown route 'nowhere'; use * or one of health, session, session_chat, session_chat_stream, "
                             "session_create, session_delete, session_fork, session_get, session_messages, session_patch, "
                             "sessions, sessions_list")]),
-    ([{"kind": "fork_interrupted", "after_step": 5}], [("$[0].after_step", "must be at most 4")]),
-    ([{"kind": "fork_interrupted"}], [("$[0].after_step", "is required: 1 to 4")]),
-    ([{"kind": "fork_interrupted", "after_step": 1, "route": "session_get"}],
-     [("$[0].route", "a fork_interrupted fault acts only on session_fork")]),
-    ([{"kind": "stream_cut", "after_events": 1, "route": "session_chat"}],
-     [("$[0].route", "a stream_cut fault acts only on session_chat_stream")]),
-    ([{"kind": "status", "times": 0}], [("$[0].times", "must be a positive integer or \"always\", got 0")]),
-    ([{"kind": "status", "probability": 2}], [("$[0].probability", "must be at most 1")]),
-    ([{"kind": "status", "when": "during"}], [("$[0].when", "must be one of before, after; got 'during'")]),
-    ([{"kind": "status", "route": "session_get", "method": "POST"}], [("$[0].method", "operation 'session_get' is always GET")]),
-    ([{"kind": "status", "id": "x"}, {"kind": "latency", "latency_ms": 1, "id": "x"}], [("$[1].id", "duplicate fault id 'x'")]),
-    ([{"kind": "latency", "latency_ms": 5, "status": 500}], [("$[0].status", "unknown field")]),
+    ({"kind": "fork_interrupted", "after_step": 5}, [("$.after_step", "must be at most 4")]),
+    ({"kind": "fork_interrupted"}, [("$.after_step", "is required: 1 to 4")]),
+    ({"kind": "fork_interrupted", "after_step": 1, "route": "session_get"},
+     [("$.route", "a fork_interrupted fault acts only on session_fork")]),
+    ({"kind": "stream_cut", "after_events": 1, "route": "session_chat"},
+     [("$.route", "a stream_cut fault acts only on session_chat_stream")]),
+    ({"kind": "status", "times": 0}, [("$.times", "must be a positive integer or \"always\", got 0")]),
+    ({"kind": "status", "probability": 2}, [("$.probability", "must be at most 1")]),
+    ({"kind": "status", "when": "during"}, [("$.when", "must be one of before, after; got 'during'")]),
+    ({"kind": "status", "route": "session_get", "method": "POST"}, [("$.method", "operation 'session_get' is always GET")]),
+    ({"faults": [{"kind": "status", "id": "x"}, {"kind": "latency", "latency_ms": 1, "id": "x"}]},
+     [("$.faults[1].id", "duplicate fault id 'x'")]),
+    ({"kind": "latency", "latency_ms": 5, "status": 500}, [("$.status", "unknown field")]),
+    ({"faults": {"kind": "status"}}, [("$.faults", "must be a list, got an object")]),
+    ([{"kind": "status"}], [("$", "must be an object, got a list")]),
 ])
 def test_fault_problem_paths(document, expected) -> None:
     assert fault_problems(document) == expected
