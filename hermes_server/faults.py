@@ -187,7 +187,7 @@ def _status_params(check: Checker, spec: Mapping[str, Any], path: str, default_s
         headers = {}
     return {
         "status": status,
-        "message": check.text(spec, "message", path) if "message" in spec else defaults["message"],
+        "message": check.text(spec, "message", path, nullable=False) if "message" in spec else defaults["message"],
         "code": check.text(spec, "code", path) if "code" in spec else defaults["code"],
         "type": check.text(spec, "type", path, nullable=False) if "type" in spec else defaults["type"],
         "param": check.text(spec, "param", path),

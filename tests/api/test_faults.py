@@ -309,3 +309,24 @@ def test_faults_never_corrupt_the_database(c: httpx.Client, srv: RunningServer) 
 def test_without_the_flag_no_fault_machinery_runs(server: RunningServer, tmp_path: Path) -> None:
     assert server.client.put("/_fixture/faults", json={"kind": "status"}).status_code == 404
     assert server.client.get("/api/sessions").status_code == 200
+
+
+def test_reset_waits_for_a_turn_still_running(tmp_path: Path) -> None:
+    """A cut stream leaves its (slow) turn running; a reset must not let it write into the fresh state."""
+    script = tmp_path / "script.json"
+    script.write_text('{"turns": [{"steps": [{"delta": "slow "}, {"sleep": 0.8}], "reply": "slow reply"}]}')
+    srv = start_server(tmp_path / "home", "--fixture-api", "--agent", "script", "--agent-script", str(script))
+    try:
+        c = srv.client
+        c.post("/_fixture/seed", json={"sessions": [{"id": "s"}]})
+        install(c, {"kind": "stream_cut", "after_events": 1})
+        with pytest.raises(TRANSPORT_ERRORS):
+            with c.stream("POST", "/api/sessions/s/chat/stream", json={"message": "hi"}) as r:
+                r.read()
+        started = time.monotonic()
+        assert c.post("/_fixture/reset", json={"to": "empty"}).json()["sessions_total"] == 0
+        assert time.monotonic() - started >= 0.5  # it waited for the turn
+        time.sleep(0.3)
+        assert c.get("/api/sessions/s").status_code == 404  # the turn's late writes did not re-create it
+    finally:
+        srv.stop()
