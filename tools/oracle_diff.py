@@ -224,6 +224,12 @@ def build_cases() -> list[Case]:
     add(Case("T106 413 create", "POST", "/api/sessions", b"x" * (LIMIT + 1), headers_only=True))
     add(Case("T106 413 patch", "PATCH", "/api/sessions/A", b"x" * (LIMIT + 1), headers_only=True))
     add(Case("413 on PUT", "PUT", "/api/sessions/A", b"x" * (LIMIT + 1), headers_only=True))
+    add(Case("413 on an unknown path", "POST", "/nope", b"x" * (LIMIT + 1), headers_only=True))
+    add(Case("413 before 404", "PATCH", "/api/sessions/NOPE", b"x" * (LIMIT + 1), headers_only=True))
+    add(Case("GET is not limited", "GET", "/api/sessions/A", b"x" * (LIMIT + 1), headers_only=True))
+    add(Case("DELETE is not limited", "DELETE", "/api/sessions/NOPE", b"x" * (LIMIT + 1), headers_only=True))
+    add(Case("exactly the limit on PATCH", "PATCH", "/api/sessions/A",
+             js({"title": "Case"}) + b" " * (LIMIT - len(js({"title": "Case"})))))
     add(Case("T107/D4 chunked oversize", "POST", "/api/sessions",
              lambda: (b" " * 1_000_000 for _ in range(11)), deviation="D4",
              ours=(413, envelope("body_too_large", "Request body too large."))))

@@ -73,7 +73,9 @@ def unauthorized() -> ApiError:
 
 def body_too_large() -> ApiError:
     # The body-limit middleware sits outside the security-header middleware upstream.
-    return ApiError(413, "Request body too large.", "body_too_large", secure=False)
+    # `Connection: close` makes the server hang up instead of draining the rest of an
+    # oversized upload it will never use, so the client stops sending at once.
+    return ApiError(413, "Request body too large.", "body_too_large", secure=False, headers={"Connection": "close"})
 
 
 def db_unavailable() -> ApiError:
