@@ -170,6 +170,17 @@ class Fault:
         return {**self.spec, "fired": self.fired, "remaining": remaining}
 
 
+def _header_text(value: Any) -> bool:
+    """Whether `value` can be sent as a header name or value (HTTP/1.1 is Latin-1, one line)."""
+    if not isinstance(value, str) or any(ch in value for ch in "\r\n\x00"):
+        return False
+    try:
+        value.encode("latin-1")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _status_params(check: Checker, spec: Mapping[str, Any], path: str, default_status: int | None) -> dict[str, Any]:
     status = spec.get("status", default_status)
     if status is None:
@@ -182,8 +193,8 @@ def _status_params(check: Checker, spec: Mapping[str, Any], path: str, default_s
         "type": "invalid_request_error" if status < 500 else "server_error",
     })
     headers = spec.get("headers", defaults.get("headers", {}))
-    if not isinstance(headers, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items()):
-        check.fail(child(path, "headers"), "must be an object of header names to string values")
+    if not isinstance(headers, dict) or not all(_header_text(k) and _header_text(v) for k, v in headers.items()):
+        check.fail(child(path, "headers"), "must be an object of header names to Latin-1 string values without CR/LF/NUL")
         headers = {}
     return {
         "status": status,

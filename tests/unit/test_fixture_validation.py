@@ -132,6 +132,19 @@ def test_problem_paths(document, expected) -> None:
     assert problems(document) == expected
 
 
+def test_yaml_only_values_are_refused_where_json_is_stored() -> None:
+    import datetime
+
+    doc = {"sessions": [{"id": "a", "model_config": {"when": datetime.date(2030, 1, 1)},
+                         "messages": [{"role": "user", "content": [{"type": "text", "text": {1, 2}}]},
+                                      {"role": "assistant", "reasoning_details": [b"raw"]}]}]}
+    assert problems(doc) == [
+        ("$.sessions[0].model_config.when", "must hold only JSON values, got date"),
+        ("$.sessions[0].messages[0].content[0].text", "must hold only JSON values, got set"),
+        ("$.sessions[0].messages[1].reasoning_details[0]", "must hold only JSON values, got bytes"),
+    ]
+
+
 def test_all_problems_are_reported_at_once() -> None:
     doc = {"sessions": [{"id": "a", "bogus": 1}, {"id": "b", "messages": [{"role": ""}, "x"]}]}
     assert paths(doc) == ["$.sessions[0].bogus", "$.sessions[1].messages[0].role", "$.sessions[1].messages[1]"]
@@ -214,6 +227,10 @@ def test_probability_is_repeatable_for_a_seed() -> None:
      [("$.faults[1].id", "duplicate fault id 'x'")]),
     ({"kind": "latency", "latency_ms": 5, "status": 500}, [("$.status", "unknown field")]),
     ({"faults": {"kind": "status"}}, [("$.faults", "must be a list, got an object")]),
+    ({"kind": "status", "headers": {"X-Note": "caf\u00e9 \u2615"}},
+     [("$.headers", "must be an object of header names to Latin-1 string values without CR/LF/NUL")]),
+    ({"kind": "status", "headers": {"X-Note": "a\r\nSet-Cookie: x"}},
+     [("$.headers", "must be an object of header names to Latin-1 string values without CR/LF/NUL")]),
     ([{"kind": "status"}], [("$", "must be an object, got a list")]),
 ])
 def test_fault_problem_paths(document, expected) -> None:
