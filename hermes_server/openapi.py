@@ -47,6 +47,10 @@ class Operation:
     description: str = ""
 
 
+# Query parameters of GET /_fixture/requests.
+JOURNAL_FILTERS = ("journal_route", "journal_method", "journal_session_id", "journal_status", "journal_bodies")
+
+
 def _method_rank(method: str) -> tuple[int, str]:
     return (_METHOD_ORDER.index(method) if method in _METHOD_ORDER else len(_METHOD_ORDER), method)
 
@@ -244,6 +248,10 @@ SCHEMAS: dict[str, Any] = {
         }, ["method", "path"])},
     }, ["object", "platform", "model", "auth", "runtime", "features", "endpoints"]),
     "OpenAPIDocument": {"type": "object", "required": ["openapi", "info", "paths"]},
+    # The /_fixture/ control API (serve --fixture-api); formats in docs/fixtures.md.
+    "FixtureRequest": {"type": "object", "description": "A fixture, fault list, reset or clock document "
+                                                       "(docs/fixtures.md)."},
+    "FixtureReply": {"type": "object", "required": ["object"], "properties": {"object": {"type": "string"}}},
 }
 
 
@@ -266,6 +274,7 @@ RESPONSES: dict[str, Any] = {
     "ModelList": _json_response("The advertised model.", "ModelList"),
     "Capabilities": _json_response("What this server serves.", "Capabilities"),
     "OpenAPIDocument": _json_response("This document.", "OpenAPIDocument"),
+    "FixtureReply": _json_response("What the control call did, or the journal, faults or clock.", "FixtureReply"),
     "Session": _json_response("The session, as the client-safe projection.", "SessionEnvelope"),
     "SessionList": _json_response("One page of sessions.", "SessionList"),
     "SessionDeleted": _json_response("The session row is gone.", "SessionDeleted"),
@@ -307,6 +316,14 @@ PARAMETERS: dict[str, Any] = {
                "schema": {"type": "string"}},
     "include_children": {"name": "include_children", "in": "query",
                          "description": "1/true/yes/on include child sessions.", "schema": {"type": "string"}},
+    **{f"journal_{name}": {"name": name, "in": "query", "description": description, "schema": {"type": "string"}}
+       for name, description in (
+           ("route", "Only requests to this route name."),
+           ("method", "Only requests with this method."),
+           ("session_id", "Only requests naming this session id."),
+           ("status", "Only answers with this status."),
+           ("bodies", "true: include request and response bodies."),
+       )},
     "X-Hermes-Session-Key": {"name": "X-Hermes-Session-Key", "in": "header",
                              "description": "Long-term memory scope of the turn (at most 256 characters).",
                              "schema": {"type": "string", "maxLength": 256}},

@@ -24,6 +24,7 @@ from hermes_server.http.body import read_json_object
 from hermes_server.http.errors import ApiError
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Route
+from hermes_server.openapi import AUTH_ERRORS, BODY_ERRORS, JOURNAL_FILTERS, Operation
 from hermes_server.services import Services
 
 
@@ -152,10 +153,27 @@ async def clock(request: Request, svc: Services) -> Response:
 
 def build_fixture_routes() -> list[Route]:
     """The /_fixture/ routes, added to the route table only with `serve --fixture-api`."""
+    def op(summary: str, *, body: bool = False, query: tuple[str, ...] = ()) -> Operation:
+        errors = {**BODY_ERRORS, **AUTH_ERRORS} if body else AUTH_ERRORS
+        return Operation(summary, {200: "FixtureReply", **errors}, body="FixtureRequest" if body else None, query=query)
+
     return [
-        Route("fixture_reset", "/_fixture/reset", {"POST": reset}),
-        Route("fixture_seed", "/_fixture/seed", {"POST": seed}),
-        Route("fixture_faults", "/_fixture/faults", {"GET": faults, "PUT": faults, "POST": faults, "DELETE": faults}),
-        Route("fixture_requests", "/_fixture/requests", {"GET": requests, "DELETE": requests}),
-        Route("fixture_clock", "/_fixture/clock", {"GET": clock, "POST": clock}),
+        Route("fixture_reset", "/_fixture/reset", {"POST": reset}, {
+            "POST": op("Reset state.db to the start fixture or to empty ({\"to\": \"fixture\"|\"empty\"})", body=True)}),
+        Route("fixture_seed", "/_fixture/seed", {"POST": seed}, {
+            "POST": op("Merge a fixture document into state.db, all or nothing", body=True)}),
+        Route("fixture_faults", "/_fixture/faults", {"GET": faults, "PUT": faults, "POST": faults, "DELETE": faults}, {
+            "GET": op("List the installed faults"),
+            "PUT": op("Replace the installed faults", body=True),
+            "POST": op("Add faults", body=True),
+            "DELETE": op("Remove every fault"),
+        }),
+        Route("fixture_requests", "/_fixture/requests", {"GET": requests, "DELETE": requests}, {
+            "GET": op("The request journal", query=JOURNAL_FILTERS),
+            "DELETE": op("Empty the request journal"),
+        }),
+        Route("fixture_clock", "/_fixture/clock", {"GET": clock, "POST": clock}, {
+            "GET": op("Read the clock"),
+            "POST": op("Set, advance or step the clock (it becomes manual)", body=True),
+        }),
     ]

@@ -18,8 +18,10 @@ import httpx
 import pytest
 
 from hermes_server.app import build_routes
+from hermes_server.http.routing import Route
 from hermes_server.openapi import PARAMETERS, RESPONSES, SCHEMAS
-from tests.server import RunningServer
+from hermes_server.routes.fixture import build_fixture_routes
+from tests.server import RunningServer, start_server
 
 MAX_EXAMPLES = 25
 SEED = 20260
@@ -36,7 +38,7 @@ def document(server: RunningServer) -> dict[str, Any]:
 
 
 def test_every_method_of_every_route_is_described() -> None:
-    for route in build_routes():
+    for route in [*build_routes(), *build_fixture_routes()]:
         assert set(route.docs) == set(route.methods), route.template
         for op in route.docs.values():
             assert set(op.responses.values()) <= set(RESPONSES), route.template
@@ -44,11 +46,26 @@ def test_every_method_of_every_route_is_described() -> None:
             assert set(op.query) | set(op.headers) <= set(PARAMETERS)
 
 
+def _documented(document: dict[str, Any]) -> set[tuple[str, str]]:
+    return {(path, method.upper()) for path, item in document["paths"].items() for method in item}
+
+
+def _served(routes: list[Route]) -> set[tuple[str, str]]:
+    return {(route.template, method) for route in routes for method in route.methods}
+
+
 def test_document_lists_exactly_the_served_operations(document: dict[str, Any]) -> None:
     assert document["openapi"] == "3.1.0"
-    documented = {(path, method.upper()) for path, item in document["paths"].items() for method in item}
-    served = {(route.template, method) for route in build_routes() for method in route.methods}
-    assert documented == served
+    assert _documented(document) == _served(build_routes())
+
+
+def test_fixture_api_is_documented_only_when_served(tmp_path: Path) -> None:
+    srv = start_server(tmp_path / "hermes", "--fixture-api")
+    try:
+        document = httpx.get(srv.url + "/openapi.json", timeout=10).json()
+    finally:
+        srv.stop()
+    assert _documented(document) == _served([*build_routes(), *build_fixture_routes()])
 
 
 def test_documented_operations_reach_their_handlers(server: RunningServer, document: dict[str, Any]) -> None:
