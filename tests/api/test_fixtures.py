@@ -241,6 +241,24 @@ def test_deterministic_ids_repeat_after_reset(c: httpx.Client) -> None:
     assert fork["id"] != first["id"] and first["started_at"] < fork["started_at"] < 1893456001
 
 
+def test_deterministic_runs_repeat_across_processes(tmp_path: Path) -> None:
+    """`--deterministic` alone (no control API): two fresh servers give the same bytes for the same requests."""
+    def run(name: str) -> list[bytes]:
+        srv = start_server(tmp_path / name, "--deterministic")
+        try:
+            made = srv.client.post("/api/sessions", json={})
+            sid = made.json()["session"]["id"]
+            return [made.content, srv.client.post(f"/api/sessions/{sid}/fork", json={}).content,
+                    srv.client.post(f"/api/sessions/{sid}/chat", json={"message": "hi"}).content,
+                    srv.client.get("/api/sessions").content]
+        finally:
+            srv.stop()
+
+    first = run("one")
+    assert first == run("two")
+    assert b'"id": "api_1893456000_' in first[0]
+
+
 def test_clock_can_be_set_and_advanced(c: httpx.Client) -> None:
     r = c.post("/_fixture/clock", json={"now": "2031-05-01T00:00:00Z", "step": 0})
     assert r.json() == {"object": "hermes.fixture.clock", "now": 1935360000.0, "step": 0.0, "manual": True,
