@@ -15,43 +15,96 @@ page is exact once it is full and the next value is smaller. Cost is bounded by
 the rows newer than the page, not by the table. Pathological cases (very deep
 offsets, a filter that matches almost nothing) fall back to the upstream-shaped
 CTE after a fixed budget; `reference_page_ids` is also what tests compare against.
+
+The streams are read in windows, not row by row: one statement takes the newest
+W message index entries and returns each session met there once, with its newest
+timestamp and the columns the rules need (SQLite walks the W entries in C; Python
+sees about W/20 rows). Everything above the window's lowest value is complete,
+so the merge runs over that part; if the page is not full there, the window
+grows fourfold. Row-by-row reading cost one GIL release per index entry, which
+under concurrent requests turned into a convoy of threads waiting for the GIL.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from hermes_server.domain.params import ListQuery
+from hermes_server.domain.projection import SESSION_KEYS
 from hermes_server.store import lineage
+from hermes_server.store.db import fetch_dicts
 
-# Stream rows examined before giving up on the incremental plan.
-FAST_PATH_BUDGET = 20_000
+# Largest window (index entries per stream) before giving up on the incremental plan.
+FAST_PATH_BUDGET = 80_000
+# First windows, per page row wanted: about one session's messages, and a few sessions.
+MESSAGES_PER_ROW = 24
+SESSIONS_PER_ROW = 2
+MIN_WINDOW = 16
 
-_META_SQL = f"""
-    SELECT s.id, s.parent_session_id, s.source, s.started_at, s.ended_at, s.end_reason, s.archived,
-           {lineage.MARKER_BRANCHED.format(a='s')} IS NOT NULL AS branched,
-           {lineage.MARKER_DELEGATE.format(a='s')} IS NOT NULL AS delegate
-    FROM sessions s WHERE s.id = ?
+_META_COLUMNS = f"""
+    s.id, s.parent_session_id, s.source, s.started_at, s.ended_at, s.end_reason, s.archived,
+    {lineage.MARKER_BRANCHED.format(a='s')} IS NOT NULL AS branched,
+    {lineage.MARKER_DELEGATE.format(a='s')} IS NOT NULL AS delegate
+"""
+_META_SQL = f"SELECT {_META_COLUMNS} FROM sessions s WHERE s.id = ?"
+
+# The newest ? message index entries, one row per session met: its newest timestamp, then its meta.
+# (DISTINCT then a MAX probe per session is cheaper than GROUP BY, which sorts the whole window.)
+_MESSAGE_WINDOW_SQL = f"""
+    SELECT (SELECT MAX(m.timestamp) FROM messages m WHERE m.session_id = s.id), {_META_COLUMNS}
+    FROM (SELECT DISTINCT session_id
+          FROM (SELECT session_id FROM messages INDEXED BY hs_messages_timestamp
+                ORDER BY timestamp DESC LIMIT ?)) w
+    JOIN sessions s ON s.id = w.session_id
+"""
+# The newest ? sessions by start; only those without any message (the others' activity is a message).
+_SESSION_WINDOW_SQL = f"""
+    SELECT s.started_at, {_META_COLUMNS}
+    FROM (SELECT id FROM sessions INDEXED BY idx_sessions_started ORDER BY started_at DESC LIMIT ?) w
+    JOIN sessions s ON s.id = w.id
+    WHERE NOT EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id)
+"""
+# The lowest value of a window and how many entries it holds.
+_MESSAGE_FLOOR_SQL = """
+    SELECT MIN(timestamp), COUNT(*) FROM (SELECT timestamp FROM messages INDEXED BY hs_messages_timestamp
+                                         ORDER BY timestamp DESC LIMIT ?)
+"""
+_SESSION_FLOOR_SQL = """
+    SELECT MIN(started_at), COUNT(*) FROM (SELECT started_at FROM sessions INDEXED BY idx_sessions_started
+                                          ORDER BY started_at DESC LIMIT ?)
 """
 
-_ROW_SQL = """
-    SELECT s.*,
-      COALESCE((SELECT SUBSTR(REPLACE(REPLACE(m.content, X'0A', ' '), X'0D', ' '), 1, 63)
-                FROM messages m
-                WHERE m.session_id = s.id AND m.role = 'user' AND m.content IS NOT NULL
-                ORDER BY m.timestamp, m.id LIMIT 1), '') AS _preview_raw,
-      COALESCE((SELECT MAX(m2.timestamp) FROM messages m2 WHERE m2.session_id = s.id), s.started_at)
-        AS last_active
-    FROM sessions s WHERE s.id = ?
-"""
+
+
 
 # Fields a compression root shows from its tip in the default list.
 TIP_FIELDS = (
     "id", "ended_at", "end_reason", "message_count", "tool_call_count", "title",
     "last_active", "preview", "model", "system_prompt", "cwd", "git_branch", "git_repo_root",
 )
+
+# Stored columns a list row needs: what the projection shows or tests (system_prompt,
+# model_config) and what a compression root takes from its tip. Not `s.*`: a real
+# Hermes row carries a system prompt of several kB and columns the list never shows.
+_COMPUTED = {"last_active", "preview", "_lineage_root_id"}
+_ROW_COLUMNS = tuple(dict.fromkeys(
+    [key for key in SESSION_KEYS if key not in _COMPUTED]
+    + ["system_prompt", "model_config"]
+    + [key for key in TIP_FIELDS if key not in _COMPUTED]
+))
+
+_ROW_SELECT = f"""
+    SELECT {", ".join("s." + column for column in _ROW_COLUMNS)},
+      COALESCE((SELECT SUBSTR(REPLACE(REPLACE(m.content, X'0A', ' '), X'0D', ' '), 1, 63)
+                FROM messages m
+                WHERE m.session_id = s.id AND m.role = 'user' AND m.content IS NOT NULL
+                ORDER BY m.timestamp, m.id LIMIT 1), '') AS _preview_raw,
+      COALESCE((SELECT MAX(m2.timestamp) FROM messages m2 WHERE m2.session_id = s.id), s.started_at)
+        AS last_active
+    FROM sessions s
+"""
 
 
 @dataclass(frozen=True)
@@ -79,6 +132,10 @@ class _Rows:
             row = self.conn.execute(_META_SQL, (session_id,)).fetchone()
             self._cache[session_id] = _Meta(*row) if row else None
         return self._cache[session_id]
+
+    def remember(self, meta: _Meta) -> None:
+        """Keep a row a window query already returned, so the rules need not fetch it again."""
+        self._cache[meta.id] = meta
 
 
 def preview_from_raw(raw: str) -> str:
@@ -127,63 +184,74 @@ def chain_owners(rows: _Rows, node: str) -> list[str]:
     return owners
 
 
-def _activity_stream(conn: sqlite3.Connection) -> Iterator[tuple[Any, str, bool]]:
-    """(value, session id, from_messages) in descending value order, merged from two indexes."""
-    messages = conn.execute(
-        "SELECT timestamp, session_id FROM messages INDEXED BY hs_messages_timestamp ORDER BY timestamp DESC"
-    )
-    sessions = conn.execute(
-        "SELECT started_at, id FROM sessions INDEXED BY idx_sessions_started ORDER BY started_at DESC"
-    )
-    m = messages.fetchone()
-    s = sessions.fetchone()
-    while m is not None or s is not None:
-        if s is None or (m is not None and m[0] >= s[0]):
-            yield m[0], m[1], True
-            m = messages.fetchone()
-        else:
-            yield s[0], s[1], False
-            s = sessions.fetchone()
+def _window(conn: sqlite3.Connection, rows: _Rows, sql: str, floor_sql: str, size: int,
+            from_messages: bool) -> tuple[list[tuple[Any, str, bool]], Any]:
+    """(value, session id, from_messages) items of one stream window, and the value above which it is complete.
+
+    The bound is None when the window holds the whole stream.
+    """
+    items = []
+    for value, *meta in conn.execute(sql, (size,)):
+        found = _Meta(*meta)
+        rows.remember(found)
+        items.append((value, found.id, from_messages))
+    lowest, count = conn.execute(floor_sql, (size,)).fetchone()
+    return items, (lowest if count >= size else None)
 
 
-def fast_page_ids(conn: sqlite3.Connection, query: ListQuery, budget: int = FAST_PATH_BUDGET) -> list[str] | None:
-    """The ordered ids of one page, or None when the budget ran out (use the reference plan)."""
-    need = query.offset + query.limit
-    rows = _Rows(conn)
+def _merge_page(rows: _Rows, items: list[tuple[Any, str, bool]], query: ListQuery) -> list[str]:
+    """Listed ids in page order, from stream items sorted by descending value (ties: start, id)."""
     credited: set[str] = set()
     listed: set[str] = set()
     ordered: list[str] = []
     group: list[tuple[Any, str]] = []
     group_value: Any = object()
-    steps = 0
-    stream = _activity_stream(conn)
-    while True:
-        item = next(stream, None)
-        value = item[0] if item is not None else None
-        if item is None or value != group_value:
+    for value, node, _ in items:
+        if value != group_value:
             group.sort(reverse=True)
             ordered.extend(session_id for _, session_id in group)
             group = []
-            if item is None or len(ordered) >= need:
-                break
             group_value = value
-        steps += 1
-        if steps > budget:
-            return None
-        _, node, from_messages = item
         if node in credited:
             continue
-        if not from_messages and conn.execute(
-            "SELECT 1 FROM messages WHERE session_id = ? LIMIT 1", (node,)
-        ).fetchone():
-            continue  # its activity is its newest message, met in the other stream
         credited.add(node)
         for owner in chain_owners(rows, node):
             meta = rows.get(owner)
             if owner not in listed and meta is not None and is_listed(rows, meta, query):
                 listed.add(owner)
                 group.append((meta.started_at, owner))
-    return ordered[query.offset:need]
+    group.sort(reverse=True)
+    ordered.extend(session_id for _, session_id in group)
+    return ordered
+
+
+def fast_page_ids(conn: sqlite3.Connection, query: ListQuery, budget: int = FAST_PATH_BUDGET) -> list[str] | None:
+    """The ordered ids of one page, or None when the windows outgrew the budget (use the reference plan)."""
+    need = query.offset + query.limit
+    message_window = min(budget, max(need * MESSAGES_PER_ROW, MIN_WINDOW))
+    session_window = min(budget, max(need * SESSIONS_PER_ROW, MIN_WINDOW))
+    rows = _Rows(conn)
+    while True:
+        from_messages, message_floor = _window(conn, rows, _MESSAGE_WINDOW_SQL, _MESSAGE_FLOOR_SQL,
+                                               message_window, True)
+        from_sessions, session_floor = _window(conn, rows, _SESSION_WINDOW_SQL, _SESSION_FLOOR_SQL,
+                                               session_window, False)
+        floors = [f for f in (message_floor, session_floor) if f is not None]
+        floor = max(floors) if floors else None
+        items = [item for item in from_messages + from_sessions if floor is None or item[0] > floor]
+        items.sort(key=lambda item: item[0], reverse=True)
+        ordered = _merge_page(rows, items, query)
+        if floor is None or len(ordered) >= need:
+            return ordered[query.offset:need]
+        # Grow the stream whose window cut the merge short (both when they cut at the same value).
+        grow_messages = message_floor is not None and message_floor == floor
+        grow_sessions = session_floor is not None and session_floor == floor
+        if (grow_messages and message_window >= budget) or (grow_sessions and session_window >= budget):
+            return None
+        if grow_messages:
+            message_window = min(budget, message_window * 4)
+        if grow_sessions:
+            session_window = min(budget, session_window * 4)
 
 
 def _where(query: ListQuery) -> tuple[str, list[Any]]:
@@ -236,12 +304,19 @@ def reference_page_ids(conn: sqlite3.Connection, query: ListQuery) -> list[str]:
 
 def list_row(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
     """One row with its computed `preview` and `last_active`."""
-    row = conn.execute(_ROW_SQL, (session_id,)).fetchone()
-    if row is None:
-        return None
-    out = dict(row)
-    out["preview"] = preview_from_raw(out.pop("_preview_raw") or "")
-    return out
+    found = list_rows(conn, [session_id])
+    return found[0] if found else None
+
+
+def list_rows(conn: sqlite3.Connection, ids: list[str]) -> list[dict[str, Any]]:
+    """`list_row` for each id (in that order, absent ones skipped), in one statement."""
+    if not ids:
+        return []
+    found = {}
+    for out in fetch_dicts(conn, _ROW_SELECT + f" WHERE s.id IN ({','.join('?' * len(ids))})", ids):
+        out["preview"] = preview_from_raw(out.pop("_preview_raw") or "")
+        found[out["id"]] = out
+    return [found[session_id] for session_id in ids if session_id in found]
 
 
 def project_tip(conn: sqlite3.Connection, row: dict[str, Any]) -> dict[str, Any]:
@@ -268,7 +343,7 @@ def list_sessions(conn: sqlite3.Connection, query: ListQuery) -> list[dict[str, 
     ids = fast_page_ids(conn, query)
     if ids is None:
         ids = reference_page_ids(conn, query)
-    page = [row for row in (list_row(conn, session_id) for session_id in ids) if row is not None]
+    page = list_rows(conn, ids)
     if not query.include_children:
         page = [project_tip(conn, row) for row in page]
     return page

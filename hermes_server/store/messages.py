@@ -8,6 +8,7 @@ from typing import Any, Iterable
 
 from hermes_server.domain.projection import decode_content, decode_tool_calls, encode_content
 from hermes_server.domain.titles import scrub_surrogates
+from hermes_server.store.db import fetch_dicts
 
 _API_COLUMNS = (
     "id, session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, "
@@ -17,16 +18,14 @@ _API_COLUMNS = (
 
 def active_messages(conn: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
     """Active rows in insertion order, content and tool_calls decoded (the 12 API keys)."""
-    rows = conn.execute(
+    out = fetch_dicts(
+        conn,
         f"SELECT {_API_COLUMNS} FROM messages WHERE session_id = ? AND active = 1 ORDER BY id",
         (session_id,),
-    ).fetchall()
-    out = []
-    for row in rows:
-        msg = dict(row)
+    )
+    for msg in out:
         msg["content"] = decode_content(msg["content"])
         msg["tool_calls"] = decode_tool_calls(msg["tool_calls"])
-        out.append(msg)
     return out
 
 

@@ -11,13 +11,15 @@ from typing import Any
 
 from hermes_server.domain.titles import like_escape, lineage_base, next_lineage_title, sanitize_title
 from hermes_server.store import lineage
+from hermes_server.store.db import fetch_dicts, point_read
 from hermes_server.store.errors import SessionExists, TitleConflict
 
 
+@point_read
 def get_session(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
     """The whole row for an exact, case-sensitive id (archived rows included)."""
-    row = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
-    return dict(row) if row else None
+    rows = fetch_dicts(conn, "SELECT * FROM sessions WHERE id = ?", (session_id,))
+    return rows[0] if rows else None
 
 
 def title_holder(conn: sqlite3.Connection, title: str, session_id: str) -> str | None:
@@ -92,6 +94,7 @@ def delete_session(conn: sqlite3.Connection, session_id: str) -> bool:
     return True
 
 
+@point_read
 def session_exists(conn: sqlite3.Connection, session_id: str) -> bool:
     return conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None
 
