@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,7 +75,9 @@ def start_server(home: Path, *extra: str, key: str | None = KEY, env: dict[str, 
             "--port", str(port)]
     args += ["--api-key", key] if key else ["--no-auth"]
     args += list(extra)
-    log_path = home.parent / f"server-{port}.log"
+    # Beside the home, unless the home is deliberately unusable (below a file, not yet created).
+    log_dir = home.parent if home.parent.is_dir() else Path(tempfile.mkdtemp(prefix="hermes-server-log-"))
+    log_path = log_dir / f"server-{port}.log"
     run_env = {k: v for k, v in os.environ.items() if not k.startswith(("API_SERVER_", "HERMES_"))}
     run_env.update(env or {})
     log_file = open(log_path, "wb")

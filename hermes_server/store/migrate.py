@@ -42,20 +42,27 @@ def _user_tables(conn: sqlite3.Connection) -> set[str]:
 
 
 def check_version(conn: sqlite3.Connection, path: Path) -> None:
-    """Raise SchemaMismatch unless the existing database says schema version 22."""
+    """Raise SchemaMismatch, saying what to do, unless the existing database says schema version 22."""
+    untouched = "The file was not changed."
     if "schema_version" not in _user_tables(conn):
         raise SchemaMismatch(
-            f"{path} is not a Hermes state.db (no schema_version table). "
-            "Point --home/HERMES_HOME at a Hermes home or at an empty directory."
+            f"{path} is not a Hermes state.db (it has no schema_version table). "
+            f"Point --home/HERMES_HOME at a Hermes home or at an empty directory. {untouched}"
         )
     row = conn.execute("SELECT version FROM schema_version LIMIT 1").fetchone()
     version = row[0] if row else None
-    if version != SCHEMA_VERSION:
-        raise SchemaMismatch(
-            f"{path} is at Hermes schema version {version}; hermes-server speaks only "
-            f"version {SCHEMA_VERSION} (hermes-agent 0.19.0). Open it once with "
-            "hermes-agent 0.19.0 to migrate it, or use a fresh HERMES_HOME. The file was not changed."
-        )
+    if version == SCHEMA_VERSION:
+        return
+    if isinstance(version, int) and version > SCHEMA_VERSION:
+        advice = (f"It was written by a Hermes newer than hermes-agent 0.19.0 (schema version {SCHEMA_VERSION}), "
+                  "which is what hermes-server reproduces; use a HERMES_HOME of hermes-agent 0.19.0 or an empty one.")
+    else:
+        advice = ("Open it once with hermes-agent 0.19.0 (any `hermes` command), which migrates it to "
+                  f"version {SCHEMA_VERSION}, or use an empty HERMES_HOME.")
+    raise SchemaMismatch(
+        f"{path} is at Hermes schema version {version}; hermes-server serves only version "
+        f"{SCHEMA_VERSION}. {advice} {untouched}"
+    )
 
 
 def prepare(conn: sqlite3.Connection, path: Path) -> None:
@@ -80,10 +87,19 @@ def check_existing(path: Path) -> None:
     """Refuse early (before serving) a state.db at another schema version; never writes."""
     if not path.is_file() or path.stat().st_size == 0:
         return
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    # A read-only connection still creates -wal/-shm beside a WAL database and cannot remove
+    # them. When there is no -wal, everything is in the main file: read it as immutable,
+    # which touches nothing else.
+    has_wal = path.with_name(path.name + "-wal").exists()
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?{'mode=ro' if has_wal else 'immutable=1'}", uri=True)
     try:
         check_version(conn, path)
-    except sqlite3.Error:
-        return  # unreadable right now: the lazy open answers 503 and keeps retrying
+    except sqlite3.DatabaseError as exc:
+        if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_NOTADB:
+            raise SchemaMismatch(
+                f"{path} is not an SQLite database. Point --home/HERMES_HOME at a Hermes home or at an "
+                "empty directory. The file was not changed."
+            ) from None
+        return  # unreadable right now (locked, permissions): the lazy open answers 503 and keeps retrying
     finally:
         conn.close()
