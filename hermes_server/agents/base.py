@@ -42,12 +42,17 @@ class Delta:
 
 @dataclass(frozen=True)
 class ToolEvent:
-    """A tool run that started, completed or failed (streamed as `tool.<kind>`)."""
+    """A tool run that started, completed or failed (streamed as `tool.<kind>`).
+
+    `call_id` is the id of the tool call the run answers; chat completions shows a
+    tool run only when it has one (upstream correlates start and end by it).
+    """
 
     kind: Literal["started", "completed", "failed"]
     tool_name: str | None
     preview: str | None = None
     args: dict[str, Any] | None = None
+    call_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,9 @@ class ChatTurn:
     user_message: UserMessage
     system_message: str | None
     session_key: str | None
+    # What the model sees before the turn when the client sends it (chat completions
+    # without X-Hermes-Session-Id); None: the session's stored history. Never stored.
+    history: list[dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,7 @@ async def _finish(svc: Services, session_id: str, result: TurnResult) -> None:
 
 async def run_turn(svc: Services, turn: ChatTurn, on_event: Callable[[AgentEvent], None] | None = None) -> TurnOutcome:
     """Run one turn to completion; `on_event` sees every agent event except the result."""
-    history = await load_history(svc, turn.session_id)
+    history = turn.history if turn.history is not None else await load_history(svc, turn.session_id)
     start = await _begin(svc, turn, history)
     request = TurnRequest(
         turn.session_id,

@@ -169,9 +169,10 @@ class ScriptAgent:
             elif "fail" in step:
                 raise AgentError(step["fail"])
             else:
-                yield ToolEvent("started", step["tool"], step.get("preview"), step.get("args", {}))
-                messages += _tool_messages(step, f"call_{len(messages) // 2 + 1}")
-                yield ToolEvent("failed" if step.get("failed") else "completed", step["tool"])
+                call_id = f"call_{len(messages) // 2 + 1}"
+                yield ToolEvent("started", step["tool"], step.get("preview"), step.get("args", {}), call_id)
+                messages += _tool_messages(step, call_id)
+                yield ToolEvent("failed" if step.get("failed") else "completed", step["tool"], call_id=call_id)
         reply = "".join(streamed) if scripted.reply is _UNSET else scripted.reply
         if not streamed and reply:
             for piece in word_deltas(reply):

@@ -176,7 +176,7 @@ async def _stream_turn(svc: Services, turn: ChatTurn, events: EventStream) -> No
         events.close()
 
 
-def _sse_headers(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
+def sse_headers(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
     """Upstream's stream headers, exactly: no charset, no Connection, no security headers."""
     fixed = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no", **headers}
     return [(k.lower().encode("latin-1"), v.encode("utf-8", "surrogateescape")) for k, v in fixed.items()]
@@ -191,5 +191,5 @@ async def session_chat_stream(request: Request, svc: Services) -> Response:
     svc.spawn(_stream_turn(svc, turn, events))
     # `cut_stream` lets an injected fault drop the connection after N events (faults.py).
     response = EventSourceResponse(cut_stream(svc, events.frames(svc.settings.keepalive_seconds)), ping=0)
-    response.raw_headers = _sse_headers(identity_headers(turn.session_id, turn.session_key))
+    response.raw_headers = sse_headers(identity_headers(turn.session_id, turn.session_key))
     return response
