@@ -33,7 +33,7 @@ from hermes_server.http.responses import (
 from hermes_server.http.routing import Route, Router
 from hermes_server.logs import log_access, log_failure, new_request_id
 from hermes_server.openapi import AUTH_ERRORS, BODY_ERRORS, SESSION_ERRORS, STORE_ERRORS, Operation
-from hermes_server.routes import chat, discovery, sessions
+from hermes_server.routes import chat, discovery, openai_compat, sessions
 from hermes_server.routes.fixture import build_fixture_routes
 from hermes_server.services import Services
 from hermes_server.store.db import Database
@@ -112,6 +112,14 @@ def build_routes() -> list[Route]:
                               {200: "ChatStream", 403: "Forbidden", **BODY_ERRORS, **SESSION_ERRORS},
                               "session_chat_stream", ("session_chat_streaming", *_CHAT_HEADERS), body="ChatRequest",
                               headers=("X-Hermes-Session-Key",)),
+        }),
+        Route("chat_completions", "/v1/chat/completions", {"POST": openai_compat.chat_completions}, {
+            "POST": Operation("OpenAI-compatible chat: one agent turn, persisted as a session",
+                              {200: "OpenAIChatCompletion", 403: "Forbidden", 500: "ServerError",
+                               **BODY_ERRORS, **AUTH_ERRORS},
+                              "chat_completions", ("chat_completions", "chat_completions_streaming", *_CHAT_HEADERS),
+                              body="OpenAIChatRequest",
+                              headers=("X-Hermes-Session-Id", "X-Hermes-Session-Key", "Idempotency-Key")),
         }),
     ]
 

@@ -198,6 +198,27 @@ SCHEMAS: dict[str, Any] = {
                               "properties": {"seq": {"type": "integer"}, "ts": {"type": "number"}}},
         },
     }, ["event", "data"], closed=False),
+    "OpenAIChatRequest": _example({"model": "hermes-agent", "messages": [{"role": "user", "content": "Hello"}]},
+                                  _object({
+        "messages": {"type": "array", "minItems": 1, "items": {"type": "object"},
+                     "description": "system/user/assistant messages (other roles are ignored); the last "
+                                    "user or assistant message is the turn."},
+        "model": {**_ANY, "description": "Echoed in the answer; the served model name when absent."},
+        "stream": {**_ANY, "description": "true, 1, \"yes\", \"on\" … stream the answer as chunks."},
+    }, ["messages"], closed=False)),
+    "OpenAIChatCompletion": _object({
+        "id": {"type": "string"},
+        "object": {"const": "chat.completion"},
+        "created": {"type": "integer"},
+        "model": _ANY,
+        "choices": {"type": "array", "items": _object({
+            "index": {"type": "integer"},
+            "message": _object({"role": {"const": "assistant"}, "content": {"type": "string"}}, ["role", "content"]),
+            "finish_reason": {"type": "string"},
+        }, ["index", "message", "finish_reason"])},
+        "usage": _object({"prompt_tokens": _COUNTER, "completion_tokens": _COUNTER, "total_tokens": _COUNTER},
+                         ["prompt_tokens", "completion_tokens", "total_tokens"]),
+    }, ["id", "object", "created", "model", "choices", "usage"]),
     "Usage": _object({"input_tokens": _COUNTER, "output_tokens": _COUNTER, "total_tokens": _COUNTER},
                      ["input_tokens", "output_tokens", "total_tokens"]),
     "Health": _object({
@@ -286,6 +307,15 @@ RESPONSES: dict[str, Any] = {
         "headers": _SESSION_ID_HEADER,
         "content": {"text/event-stream": {"schema": _ref("schemas", "StreamEvent")}},
     },
+    "OpenAIChatCompletion": {
+        "description": "The turn as a `chat.completion`, or with `stream` as `data:` chunks "
+                       "(`chat.completion.chunk`, the last one with `usage`), then `data: [DONE]`.",
+        "headers": _SESSION_ID_HEADER,
+        "content": {"application/json": {"schema": _ref("schemas", "OpenAIChatCompletion")},
+                    "text/event-stream": {"schema": _object({
+                        "data": {"type": "string", "description": "A `chat.completion.chunk` as JSON, or `[DONE]`."},
+                    }, ["data"], closed=False)}},
+    },
     "BadRequest": _error("Invalid JSON, a body that is not an object, or an invalid field."),
     "Unauthorized": _error("Missing or wrong bearer key (envelope without `param`)."),
     "Forbidden": _error("X-Hermes-Session-Key sent to a server without an API key."),
@@ -316,6 +346,14 @@ PARAMETERS: dict[str, Any] = {
                "schema": {"type": "string"}},
     "include_children": {"name": "include_children", "in": "query",
                          "description": "1/true/yes/on include child sessions.", "schema": {"type": "string"}},
+    "X-Hermes-Session-Id": {"name": "X-Hermes-Session-Id", "in": "header",
+                            "description": "Continue (or create) this session: the model sees its stored history "
+                                           "and the turn is stored there. Needs a server key.",
+                            "schema": {"type": "string", "maxLength": 256}},
+    "Idempotency-Key": {"name": "Idempotency-Key", "in": "header",
+                        "description": "A non-streaming retry with the same key and request gets the first "
+                                       "answer's turn again (for 300 s) instead of a new turn.",
+                        "schema": {"type": "string"}},
     **{f"journal_{name}": {"name": name, "in": "query", "description": description, "schema": {"type": "string"}}
        for name, description in (
            ("route", "Only requests to this route name."),

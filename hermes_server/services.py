@@ -23,6 +23,7 @@ from hermes_server.store.db import Database
 if TYPE_CHECKING:
     from hermes_server.faults import FaultRegistry
     from hermes_server.fixtures.journal import Journal
+    from hermes_server.routes.openai_compat import ReplayCache
 
 log = logging.getLogger("hermes_server")
 
@@ -48,6 +49,8 @@ class Services:
     # Chat turns in flight. They belong here, not to a response, so a client that
     # disconnects does not cancel them; shutdown waits for them (`drain_turns`).
     turns: set[asyncio.Task[Any]] = field(default_factory=set)
+    # /v1/chat/completions answers remembered by Idempotency-Key (created on first use).
+    completion_replays: ReplayCache | None = None
 
     def __post_init__(self) -> None:
         if self.agent is None:
