@@ -44,7 +44,6 @@ class Operation:
     body: str | None = None
     query: tuple[str, ...] = ()
     headers: tuple[str, ...] = ()
-    description: str = ""
 
 
 # Query parameters of GET /_fixture/requests.
@@ -381,8 +380,6 @@ def _operation(route: "Route", method: str, op: Operation) -> dict[str, Any]:
         "operationId": _operation_id(route, method, op),
         "summary": op.summary,
     }
-    if op.description:
-        body["description"] = op.description
     parameters = _path_parameters(route.template)
     parameters += [_ref("parameters", name) for name in (*op.query, *op.headers)]
     if parameters:
