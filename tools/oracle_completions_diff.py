@@ -206,6 +206,7 @@ def build_steps() -> list[Step]:
              headers={"X-Hermes-Session-Id": "keyed", "X-Hermes-Session-Key": "c-1"}))
     add(Step("blank header derives", msgs("blank sid"), headers={"X-Hermes-Session-Id": "   "}))
     add(Step("padded header", msgs("x"), headers={"X-Hermes-Session-Id": "  padded id "}))
+    add(Step("no-break space is blank", msgs("nbsp"), headers={"X-Hermes-Session-Id": "\u00a0".encode()}))
     add(Step("tab in header", msgs("x"), headers={"X-Hermes-Session-Id": "a\tb"}))
     add(Step("UTF-8 header", msgs("x"), headers={"X-Hermes-Session-Id": "é-sid".encode()}))
     add(Step("256-char id", msgs("x"), headers={"X-Hermes-Session-Id": "b" * 256}))
@@ -265,6 +266,8 @@ def build_steps() -> list[Step]:
     add(Step("no key: session key refused", msgs("x"), headers={"X-Hermes-Session-Key": "k"}, pair="nokey"))
     add(Step("no key: messages first", {}, headers={"X-Hermes-Session-Id": "S"}, pair="nokey"))
     add(Step("no key: blank id is no id", msgs("open 2"), headers={"X-Hermes-Session-Id": " "}, pair="nokey"))
+    add(Step("no key: no-break space is blank", msgs("open 3"), headers={"X-Hermes-Session-Id": "\u00a0".encode()},
+             pair="nokey"))
     return steps
 
 

@@ -74,12 +74,13 @@ class CompletionRequest:
 def _continuation(request: Request, api_key: str | None) -> str | None:
     """The `X-Hermes-Session-Id` to continue, or None; 403 without a server key, 400 when unusable."""
     raw = raw_header(request, b"x-hermes-session-id")
-    if raw is None or not raw.strip():
+    value = raw.decode("utf-8", "surrogateescape") if raw is not None else ""
+    if not value.strip():  # blank (Unicode whitespace included) means absent
         return None
     if not api_key:
         raise ApiError(403, _NO_KEY_CONTINUATION)
     try:
-        return continued_session_id(raw.decode("utf-8", "surrogateescape"))
+        return continued_session_id(value)
     except MessagesError as exc:
         raise ApiError(400, exc.message, shape="two_field") from None
 
