@@ -49,7 +49,7 @@ def messages(c: httpx.Client, sid: str) -> list[tuple[str, Any]]:
     return [(m["role"], m["content"]) for m in c.get(f"/api/sessions/{sid}/messages").json()["data"]]
 
 
-def wait_for(check, timeout: float = 5.0) -> None:
+def wait_for(check, timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while not check():
         assert time.monotonic() < deadline, "condition not reached in time"
