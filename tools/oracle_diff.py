@@ -354,6 +354,11 @@ def build_cases() -> list[Case]:
     add(Case("T44 GET a%2Fb", "GET", "/api/sessions/a%2Fb"))
     add(Case("T38 fork xo-src once", "POST", "/api/sessions/xo-src/fork", js({"id": "xo-c1"})))
     add(Case("T38 fork xo-src twice", "POST", "/api/sessions/xo-src/fork", js({"id": "xo-c2"})))
+    add(Case("create CX", "POST", "/api/sessions", js({"id": "CX", "title": "cx title"})))
+    add(Case("close CX as compression", "PATCH", "/api/sessions/CX", js({"end_reason": "compression"})))
+    add(Case("fork of a compressed source", "POST", "/api/sessions/CX/fork", js({"id": "CX-cont"})))
+    add(Case("compressed source's messages", "GET", "/api/sessions/CX/messages"))
+    add(Case("title takeover by the continuation", "PATCH", "/api/sessions/CX-cont", js({"title": "cx title"})))
     add(Case("list after forks", "GET", "/api/sessions?limit=200"))
     add(Case("list after forks, children", "GET", "/api/sessions?limit=200&include_children=on"))
 
@@ -654,7 +659,10 @@ def run(verbose: bool, keep: bool) -> int:
 def compare(cases: Iterable[Case], verbose: bool) -> int:
     norm = {"oracle": Normaliser(), "ours": Normaliser()}
     same = expected = unexpected = declared_wrong = unexercised = 0
+    per_deviation: dict[str, int] = {}
+    per_pair: dict[str, int] = {}
     for case in cases:
+        per_pair[case.pair] = per_pair.get(case.pair, 0) + 1
         key = None if case.pair == "nokey" else KEY
         theirs = send(PORTS["oracle", case.pair], case, key)
         ours = send(PORTS["ours", case.pair], case, key)
@@ -679,11 +687,14 @@ def compare(cases: Iterable[Case], verbose: bool) -> int:
             print(f"WRONG-{case.deviation} {case.name}\n  declared: {case.ours}\n  ours:     {show(b)}")
             continue
         expected += 1
+        per_deviation[case.deviation] = per_deviation.get(case.deviation, 0) + 1
         print(f"expected  {case.deviation} {case.name}\n  oracle: {show(a)}\n  ours:   {show(b)}")
     total = same + expected + unexpected + declared_wrong + unexercised
     print(f"\n{total} requests: {same} identical, {expected} expected differences (D1-D6), "
           f"{unexpected} unexpected differences, {declared_wrong} deviations answered otherwise than declared, "
           f"{unexercised} declared deviations not observed")
+    print("by server pair: " + ", ".join(f"{pair} {n}" for pair, n in per_pair.items()))
+    print("expected differences: " + (", ".join(f"{d} x{n}" for d, n in sorted(per_deviation.items())) or "none"))
     return 0 if unexpected == declared_wrong == unexercised == 0 else 1
 
 
