@@ -3,7 +3,11 @@
 Datasette's pattern: every write runs on a single dedicated thread that owns the
 only write connection and wraps each operation in `BEGIN IMMEDIATE … COMMIT`,
 retrying with jitter while another process holds the lock (bounded by time, not
-attempts). Reads run on a small thread pool, each thread with its own connection;
+attempts). Writes that queue up while the writer is busy share one transaction
+(group commit), each inside its own savepoint: one failing rolls back only itself,
+the others commit together, and none is answered before that commit. Under load
+this turns many small commits, each flushing full-text index segments and WAL
+frames, into one. Reads run on a small thread pool, each thread with its own connection;
 in WAL mode they see the last commit and never wait behind the writer. A request
 costs one thread hop per operation, and the event loop never waits on SQLite:
 the one exception, primary-key lookups marked `point_read`, runs on the loop with
@@ -27,7 +31,8 @@ import random
 import sqlite3
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
@@ -40,6 +45,8 @@ T = TypeVar("T")
 
 # Upstream's retry window: a uniformly random pause between attempts.
 _RETRY_PAUSE = (0.02, 0.15)
+# Most writes one transaction carries (a bound on how long the write lock is held).
+MAX_GROUP = 32
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -88,6 +95,21 @@ def point_read(fn: Callable[..., T]) -> Callable[..., T]:
     return fn
 
 
+def _in_savepoint(conn: sqlite3.Connection, op: Callable[[sqlite3.Connection], T]) -> tuple[bool, Any]:
+    """Run one write of a group: (True, result), or (False, exception) with its changes undone."""
+    conn.execute("SAVEPOINT hs_write")
+    try:
+        result = op(conn)
+    except Exception as exc:  # noqa: BLE001 - this write's own failure, reported to its request
+        if not conn.in_transaction:
+            raise  # SQLite aborted the whole transaction (I/O error, full disk): the group fails
+        conn.execute("ROLLBACK TO hs_write")
+        conn.execute("RELEASE hs_write")
+        return False, exc
+    conn.execute("RELEASE hs_write")
+    return True, result
+
+
 class Database:
     """Access to one state.db, opened on first use and re-tried until it opens."""
 
@@ -97,6 +119,10 @@ class Database:
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="hs-writer")
         self._readers = ThreadPoolExecutor(reader_threads, thread_name_prefix="hs-reader")
         self._writer_conn: sqlite3.Connection | None = None
+        # Writes waiting for the writer thread, and whether a drain of them is scheduled.
+        self._queued: deque[tuple[Callable[[sqlite3.Connection], Any], Future[Any]]] = deque()
+        self._queue_lock = threading.Lock()
+        self._draining = False
         self._reader_conns: list[sqlite3.Connection] = []
         self._loop_conn: sqlite3.Connection | None = None
         self._local = threading.local()
@@ -190,10 +216,19 @@ class Database:
         return await loop.run_in_executor(self._readers, self._run_read, lambda conn: fn(conn, *args, **kwargs))
 
     async def write(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """Run `fn(conn, *args, **kwargs)` on the writer thread inside `BEGIN IMMEDIATE … COMMIT`."""
+        """Run `fn(conn, *args, **kwargs)` on the writer thread inside `BEGIN IMMEDIATE … COMMIT`.
+
+        The transaction may also carry other writes queued at the same time; the
+        result (or exception) is this write's own, delivered after the commit.
+        """
         await self.ensure_open()
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._writer, self._run_write, lambda conn: fn(conn, *args, **kwargs))
+        future: Future[T] = Future()
+        with self._queue_lock:
+            self._queued.append((lambda conn: fn(conn, *args, **kwargs), future))
+            if not self._draining:
+                self._draining = True
+                self._writer.submit(self._drain)
+        return await asyncio.wrap_future(future)
 
     def _run_read(self, op: Callable[[sqlite3.Connection], T]) -> T:
         conn = self._reader()
@@ -202,6 +237,37 @@ class Database:
             return op(conn)
         finally:
             conn.execute("COMMIT")
+
+    def _drain(self) -> None:
+        """Writer thread: run queued writes, in order, a group per transaction, until none is left."""
+        while True:
+            with self._queue_lock:
+                batch = [self._queued.popleft() for _ in range(min(MAX_GROUP, len(self._queued)))]
+                if not batch:
+                    self._draining = False
+                    return
+            # A write whose request was cancelled before it started is dropped, as an executor would.
+            self._run_group([(op, future) for op, future in batch if future.set_running_or_notify_cancel()])
+
+    def _run_group(self, batch: list[tuple[Callable[[sqlite3.Connection], Any], Future[Any]]]) -> None:
+        if len(batch) == 1:
+            op, future = batch[0]
+            try:
+                future.set_result(self._run_write(op))
+            except BaseException as exc:  # noqa: BLE001 - handed to the waiting request
+                future.set_exception(exc)
+            return
+        try:
+            outcomes = self._run_write(lambda conn: [_in_savepoint(conn, op) for op, _ in batch])
+        except BaseException as exc:  # noqa: BLE001 - the transaction failed: so did every write in it
+            for _, future in batch:
+                future.set_exception(exc)
+            return
+        for (_, future), (ok, value) in zip(batch, outcomes):
+            if ok:
+                future.set_result(value)
+            else:
+                future.set_exception(value)
 
     def _run_write(self, op: Callable[[sqlite3.Connection], T]) -> T:
         conn = self._writer_conn
