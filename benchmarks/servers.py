@@ -76,10 +76,13 @@ def _spawn(args: list[str], log: Path) -> subprocess.Popen:
 
 
 def start_hermes(home: Path, port: int, *extra: str) -> Server:
-    """hermes-server over `home/state.db` with the default (echo) agent."""
+    """hermes-server over `home/state.db` with its defaults: echo agent, access log at info.
+
+    Upstream, as the oracle runs it, also writes an access line per request.
+    """
     log = home.parent / f"{home.name}.log"
     process = _spawn([sys.executable, "-m", "hermes_server", "serve", "--home", str(home), "--host", "127.0.0.1",
-                      "--port", str(port), "--api-key", HERMES_KEY, "--log-level", "warning", *extra], log)
+                      "--port", str(port), "--api-key", HERMES_KEY, *extra], log)
     url = f"http://127.0.0.1:{port}"
     _wait_health(url, process, log)
     return Server("hermes-server", url, HERMES_KEY, process.pid, process=process)
