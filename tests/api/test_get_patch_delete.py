@@ -332,3 +332,14 @@ def test_delete_percent_encoded_id(server: RunningServer) -> None:
     server.client.post("/api/sessions/gp-del-src/fork", json={"id": "gp/del"})
     assert raw_request(server, "DELETE", "/api/sessions/gp%2Fdel").json()["id"] == "gp/del"
     assert raw_request(server, "GET", "/api/sessions/gp%2Fdel").status == 404
+
+
+def test_another_processes_commit_is_seen_by_the_next_request(server: RunningServer) -> None:
+    make(server, "gp-ext", title="gp ext before")
+    assert get(server, "gp-ext")["title"] == "gp ext before"
+    sql(server.db_path, "UPDATE sessions SET title = 'gp ext after', message_count = 7 WHERE id = 'gp-ext'")
+    row = get(server, "gp-ext")
+    assert (row["title"], row["message_count"]) == ("gp ext after", 7)
+    sql(server.db_path, "DELETE FROM sessions WHERE id = 'gp-ext'")
+    assert server.client.get("/api/sessions/gp-ext").json() == not_found("gp-ext")
+    assert server.client.patch("/api/sessions/gp-ext", json={}).status_code == 404
