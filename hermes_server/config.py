@@ -37,7 +37,7 @@ class Settings:
     compress_after_messages: int | None = None
     # Seconds a write keeps retrying while another process holds the SQLite write lock.
     write_retry_seconds: float = 15.0
-    reader_threads: int = 4
+    reader_threads: int = 2
     log_level: str = "info"
     log_format: str = "text"
     # On SIGTERM, seconds in-flight requests (chat streams included) may run on.

@@ -25,6 +25,7 @@ from hermes_server.http.errors import (
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.services import Services
 from hermes_server.store import lineage, listing, messages, sessions
+from hermes_server.store.db import loop_read
 
 PATCHABLE_FIELDS = {"title", "end_reason"}
 
@@ -139,6 +140,7 @@ async def delete_session(request: Request, svc: Services) -> Response:
     return HermesJSONResponse({"object": "hermes.session.deleted", "id": session_id, "deleted": bool(deleted)})
 
 
+@loop_read
 def _resolved_transcript(conn: Any, session_id: str) -> tuple[str, list[dict[str, Any]]]:
     target = lineage.resolve_messages_target(conn, session_id)
     return target, messages.active_messages(conn, target)

@@ -9,9 +9,11 @@ the others commit together, and none is answered before that commit. Under load
 this turns many small commits, each flushing full-text index segments and WAL
 frames, into one. Reads run on a small thread pool, each thread with its own connection;
 in WAL mode they see the last commit and never wait behind the writer. A request
-costs one thread hop per operation, and the event loop never waits on SQLite:
-the one exception, primary-key lookups marked `point_read`, runs on the loop with
-a zero busy timeout and moves to a reader thread whenever the file is busy.
+costs one thread hop per operation, and the event loop never waits on SQLite.
+Reads marked `loop_read` (a row by its key, a transcript) are first tried on the
+loop itself, where they cost less than the hop: with a zero busy timeout and a
+budget of SQLite instructions, so that a read which would wait for a lock or run
+long is abandoned at once and run on a reader thread instead.
 
 The writer uses `synchronous=NORMAL` (SQLite's recommendation for WAL): a commit is
 in the WAL file, so in the OS, before the client hears of it, and survives the
@@ -81,18 +83,38 @@ def fetch_dicts(conn: sqlite3.Connection, sql: str, params: Any = ()) -> list[di
     return [dict(zip(names, row)) for row in cursor]
 
 
-def point_read(fn: Callable[..., T]) -> Callable[..., T]:
-    """Mark a read as a single-statement primary-key lookup that may run on the event loop.
+# What a `loop_read` may cost on the event loop before it is moved to a reader thread:
+# SQLite virtual-machine instructions, checked every _PROGRESS_STEP. A message row costs
+# about 33 of them and 3 µs of Python, so this is a transcript of ~300 rows, ~1 ms.
+LOOP_READ_BUDGET = 10_000
+_PROGRESS_STEP = 250
 
-    Handing such a read to a reader thread costs more CPU than the read itself
-    (~30 µs of executor, futures and wake-ups against ~10 µs of SQLite). `Database.read`
-    runs a marked function on the loop's own connection, whose busy timeout is zero:
-    if the file is locked in a way that would make a reader wait, SQLite answers
-    BUSY at once and the read is retried on a reader thread, so the loop still never
-    waits on a lock. Only mark functions whose cost does not grow with the data.
+
+def loop_read(fn: Callable[..., T]) -> Callable[..., T]:
+    """Mark a read that is usually cheap enough to run on the event loop itself.
+
+    Handing a small read to a reader thread costs more CPU than the read (~30 µs of
+    executor, futures and wake-ups against ~10 µs for a row by its key), and under
+    load the reader threads fight the loop for the GIL at every row. `Database.read`
+    runs a marked function on the loop's own connection, inside LOOP_READ_BUDGET
+    instructions and with a zero busy timeout; if the budget runs out or the file is
+    locked in a way that would make a reader wait, SQLite stops at once and the read
+    is run again on a reader thread. The loop never waits on a lock and never spends
+    more than the budget on one read. The function must be a pure read (it may run twice).
     """
-    fn.point_read = True  # type: ignore[attr-defined]
+    fn.loop_read = True  # type: ignore[attr-defined]
     return fn
+
+
+class _Budget:
+    """SQLite progress handler: interrupts the statement once `left` checks are used up."""
+
+    def __init__(self) -> None:
+        self.left = 0
+
+    def __call__(self) -> int:
+        self.left -= 1
+        return 1 if self.left < 0 else 0
 
 
 def _in_savepoint(conn: sqlite3.Connection, op: Callable[[sqlite3.Connection], T]) -> tuple[bool, Any]:
@@ -125,6 +147,7 @@ class Database:
         self._draining = False
         self._reader_conns: list[sqlite3.Connection] = []
         self._loop_conn: sqlite3.Connection | None = None
+        self._budget = _Budget()
         self._local = threading.local()
         self._open_lock: asyncio.Lock | None = None
         self._closed = False
@@ -190,28 +213,43 @@ class Database:
         return conn
 
     def _loop_reader(self) -> sqlite3.Connection:
-        """The event loop's connection for point reads: never waits for a lock."""
+        """The event loop's connection for `loop_read`s: never waits for a lock, stops on budget."""
         if self._loop_conn is None:
             conn = connect(self.path, readonly=True)
             conn.execute("PRAGMA busy_timeout=0")
+            conn.set_progress_handler(self._budget, _PROGRESS_STEP)
             self._loop_conn = conn
             self._reader_conns.append(conn)
         return self._loop_conn
+
+    def _read_on_loop(self, fn: Callable[..., T], args: Any, kwargs: Any) -> tuple[bool, T | None]:
+        """(True, result), or (False, None) when the read must move to a reader thread."""
+        conn = self._loop_reader()
+        self._budget.left = LOOP_READ_BUDGET // _PROGRESS_STEP
+        try:
+            conn.execute("BEGIN")
+            return True, fn(conn, *args, **kwargs)
+        except sqlite3.OperationalError as exc:
+            if _is_busy(exc) or "interrupted" in str(exc):
+                return False, None
+            raise
+        finally:
+            self._budget.left = 1 << 30  # the closing statement is never interrupted
+            if conn.in_transaction:
+                conn.execute("COMMIT")
 
     # -- running operations ------------------------------------------------
 
     async def read(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run `fn(conn, *args, **kwargs)` on a reader thread inside one read transaction.
 
-        A `point_read` runs on the loop instead, unless the database is busy.
+        A `loop_read` is tried on the loop first (see there).
         """
         await self.ensure_open()
-        if getattr(fn, "point_read", False) and not self._closed:
-            try:
-                return fn(self._loop_reader(), *args, **kwargs)
-            except sqlite3.OperationalError as exc:
-                if not _is_busy(exc):
-                    raise
+        if getattr(fn, "loop_read", False) and not self._closed:
+            done, result = self._read_on_loop(fn, args, kwargs)
+            if done:
+                return result  # type: ignore[return-value]
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._readers, self._run_read, lambda conn: fn(conn, *args, **kwargs))
 

@@ -8,7 +8,7 @@ from typing import Any, Iterable
 
 from hermes_server.domain.projection import decode_content, decode_tool_calls, encode_content
 from hermes_server.domain.titles import scrub_surrogates
-from hermes_server.store.db import fetch_dicts
+from hermes_server.store.db import fetch_dicts, loop_read
 
 _API_COLUMNS = (
     "id, session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, "
@@ -16,6 +16,7 @@ _API_COLUMNS = (
 )
 
 
+@loop_read
 def active_messages(conn: sqlite3.Connection, session_id: str) -> list[dict[str, Any]]:
     """Active rows in insertion order, content and tool_calls decoded (the 12 API keys)."""
     out = fetch_dicts(

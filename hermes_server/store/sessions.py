@@ -11,11 +11,11 @@ from typing import Any
 
 from hermes_server.domain.titles import like_escape, lineage_base, next_lineage_title, sanitize_title
 from hermes_server.store import lineage
-from hermes_server.store.db import fetch_dicts, point_read
+from hermes_server.store.db import fetch_dicts, loop_read
 from hermes_server.store.errors import SessionExists, TitleConflict
 
 
-@point_read
+@loop_read
 def get_session(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
     """The whole row for an exact, case-sensitive id (archived rows included)."""
     rows = fetch_dicts(conn, "SELECT * FROM sessions WHERE id = ?", (session_id,))
@@ -94,7 +94,7 @@ def delete_session(conn: sqlite3.Connection, session_id: str) -> bool:
     return True
 
 
-@point_read
+@loop_read
 def session_exists(conn: sqlite3.Connection, session_id: str) -> bool:
     return conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None
 
