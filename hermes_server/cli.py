@@ -280,6 +280,10 @@ def serve(args: argparse.Namespace) -> int:
         # access line instead of uvicorn's.
         log_config=None,
         access_log=False,
+        # Like upstream's aiohttp, take the client address and scheme from the socket, never
+        # from X-Forwarded-* (uvicorn trusts them from 127.0.0.1 by default), and skip that
+        # per-request header scan.
+        proxy_headers=False,
         # On SIGTERM/SIGINT: stop accepting, let in-flight requests and streams finish for up
         # to this long, then cancel them (app.py closes a cut stream with its last chunk);
         # chat turns and state.db are closed last, in lifespan shutdown.

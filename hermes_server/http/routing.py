@@ -66,10 +66,14 @@ class Router:
 
     def __init__(self, routes: list[Route]) -> None:
         self.routes = routes
+        # Only templates with as many segments as the path can match it (kept in table order).
+        self._by_length: dict[int, list[Route]] = {}
+        for route in routes:
+            self._by_length.setdefault(len(route.parts), []).append(route)
 
     def resolve(self, method: str, raw_path: str) -> Match:
         segments = path_safe(raw_path).split("/")
-        for route in self.routes:
+        for route in self._by_length.get(len(segments), ()):
             params = route.match(segments)
             if params is not None:
                 return Match(route, params, route.methods.get(method))
