@@ -34,7 +34,7 @@ import sqlite3
 import threading
 import time
 from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
@@ -117,6 +117,17 @@ class _Budget:
         return 1 if self.left < 0 else 0
 
 
+def _settle(futures: list[asyncio.Future[Any]], outcomes: list[tuple[bool, Any]]) -> None:
+    """On the loop: give each waiting write its result or exception (unless it gave up waiting)."""
+    for future, (ok, value) in zip(futures, outcomes):
+        if future.cancelled():
+            continue
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+
 def _in_savepoint(conn: sqlite3.Connection, op: Callable[[sqlite3.Connection], T]) -> tuple[bool, Any]:
     """Run one write of a group: (True, result), or (False, exception) with its changes undone."""
     conn.execute("SAVEPOINT hs_write")
@@ -142,7 +153,7 @@ class Database:
         self._readers = ThreadPoolExecutor(reader_threads, thread_name_prefix="hs-reader")
         self._writer_conn: sqlite3.Connection | None = None
         # Writes waiting for the writer thread, and whether a drain of them is scheduled.
-        self._queued: deque[tuple[Callable[[sqlite3.Connection], Any], Future[Any]]] = deque()
+        self._queued: deque[tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]]] = deque()
         self._queue_lock = threading.Lock()
         self._draining = False
         self._reader_conns: list[sqlite3.Connection] = []
@@ -260,13 +271,13 @@ class Database:
         result (or exception) is this write's own, delivered after the commit.
         """
         await self.ensure_open()
-        future: Future[T] = Future()
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         with self._queue_lock:
             self._queued.append((lambda conn: fn(conn, *args, **kwargs), future))
             if not self._draining:
                 self._draining = True
                 self._writer.submit(self._drain)
-        return await asyncio.wrap_future(future)
+        return await future
 
     def _run_read(self, op: Callable[[sqlite3.Connection], T]) -> T:
         conn = self._reader()
@@ -285,27 +296,24 @@ class Database:
                     self._draining = False
                     return
             # A write whose request was cancelled before it started is dropped, as an executor would.
-            self._run_group([(op, future) for op, future in batch if future.set_running_or_notify_cancel()])
+            batch = [(op, future) for op, future in batch if not future.cancelled()]
+            if batch:
+                outcomes = self._run_group(batch)
+                # One wake-up of the loop hands every write of the group its outcome.
+                batch[0][1].get_loop().call_soon_threadsafe(_settle, [f for _, f in batch], outcomes)
 
-    def _run_group(self, batch: list[tuple[Callable[[sqlite3.Connection], Any], Future[Any]]]) -> None:
+    def _run_group(self, batch: list[tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]]]
+                   ) -> list[tuple[bool, Any]]:
+        """(ok, result or exception) for each write of the batch, in order."""
         if len(batch) == 1:
-            op, future = batch[0]
             try:
-                future.set_result(self._run_write(op))
+                return [(True, self._run_write(batch[0][0]))]
             except BaseException as exc:  # noqa: BLE001 - handed to the waiting request
-                future.set_exception(exc)
-            return
+                return [(False, exc)]
         try:
-            outcomes = self._run_write(lambda conn: [_in_savepoint(conn, op) for op, _ in batch])
+            return self._run_write(lambda conn: [_in_savepoint(conn, op) for op, _ in batch])
         except BaseException as exc:  # noqa: BLE001 - the transaction failed: so did every write in it
-            for _, future in batch:
-                future.set_exception(exc)
-            return
-        for (_, future), (ok, value) in zip(batch, outcomes):
-            if ok:
-                future.set_result(value)
-            else:
-                future.set_exception(value)
+            return [(False, exc)] * len(batch)
 
     def _run_write(self, op: Callable[[sqlite3.Connection], T]) -> T:
         conn = self._writer_conn
