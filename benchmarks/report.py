@@ -129,8 +129,9 @@ def render(results: dict[str, Any]) -> str:
         lines.append(f"| {label} | {measured} | {'n/a' if met is None else ('yes' if met else '**no**')} |")
     lines += ["", "## Per route", "",
               "Requests per second over the whole run; latency percentiles from wrk. `hs` is hermes-server.",
-              "⚠ marks a run with socket errors or unexpected statuses. list is `?limit=50`; get, messages,",
-              "patch, fork and chat rotate over 256 existing sessions; create and patch use fresh ids/titles.",
+              "⚠ marks a run with socket errors or unexpected statuses. list is `?limit=50`; get and messages",
+              "rotate over 256 sessions spread through the dataset; patch, fork and chat over all of them (so a",
+              "chat turn's history stays at about 20 messages); create and patch use fresh ids and titles.",
               ""]
     for size, data in results["sizes"].items():
         lines += size_table(size, data)

@@ -10,7 +10,7 @@ The figures, their ratios, the targets of issue 6 and a description of the
 machine go to docs/benchmarks.md (plus a JSON copy under benchmarks/results/).
 
     python -m benchmarks.run            # full: 1k, 10k, 100k; 8 s per run; 30 s soak
-    python -m benchmarks.run --quick    # 1k and 10k; 2 s per run; 10 s soak; prints only
+    python -m benchmarks.run --quick    # 1k and 10k; 3 s per run; 10 s soak; prints only
 """
 
 from __future__ import annotations
@@ -42,16 +42,21 @@ ROUTES: dict[str, list[Call]] = {
     "messages": [Call("GET", "/api/sessions/{id}/messages")],
     "create": [Call("POST", "/api/sessions", '{"id": "bc_{n}"}')],
     "patch": [Call("PATCH", "/api/sessions/{id}", '{"title": "bench patch {n}"}')],
-    "fork": [Call("POST", "/api/sessions/{id}/fork", "{}")],
+    "fork": [Call("POST", "/api/sessions/{id}/fork", '{"title": "bench fork {n}"}')],
     "chat": [Call("POST", "/api/sessions/{id}/chat", '{"message": "hello {n}"}')],
 }
 CEILING_ROUTES = ("list", "get", "messages", "create")
+# Writes that grow a session (chat adds two rows, fork copies them) rotate over every session, so
+# each is touched about once and a turn's history stays the dataset's 20 messages through the run.
+SPREAD_ROUTES = ("patch", "fork", "chat")
 # The soak's mix, one entry per request in a cycle of twelve.
 SOAK_MIX = ["get", "get", "get", "get", "messages", "messages", "messages", "list", "create", "patch", "chat", "fork"]
 
 
-def sample_ids(count: int) -> list[str]:
-    """Ids spread evenly over the dataset (plain rows, chain members and forks alike)."""
+def sample_ids(count: int, spread: bool = False) -> list[str]:
+    """Ids spread evenly over the dataset (plain rows, chain members and forks alike); all when `spread`."""
+    if spread:
+        return [dataset.session_id(i) for i in range(count)]
     step = max(1, count // SAMPLE_IDS)
     return [dataset.session_id(i) for i in range(0, count, step)][:SAMPLE_IDS]
 
@@ -110,7 +115,7 @@ class Bench:
 
     def bench_size(self, size: int, slot: int) -> None:
         with_upstream = size in self.args.upstream_sizes and self.oracle
-        ids = sample_ids(size)
+        ids, every_id = sample_ids(size), sample_ids(size, spread=True)
         started = self.start_all(size, with_upstream, slot)
         hermes = started[0]
         try:
@@ -124,7 +129,8 @@ class Bench:
                 for connections in CONNECTIONS:
                     row: dict[str, Any] = {}
                     for server in targets:
-                        result = self.drive(server, ROUTES[route], ids, connections, self.args.seconds)
+                        route_ids = every_id if route in SPREAD_ROUTES else ids
+                        result = self.drive(server, ROUTES[route], route_ids, connections, self.args.seconds)
                         row[server.name] = result.as_dict()
                         self.log(f"  {size:>7} {route:<9} c={connections:<3} {server.name:<14} "
                                  f"{result.rps:9.1f} req/s  p50 {result.p50_ms:8.2f} ms  p99 {result.p99_ms:8.2f} ms"
@@ -138,7 +144,7 @@ class Bench:
     def soak(self, size: int, slot: int) -> None:
         """A mixed load at 32 connections on fresh servers, sampling resident memory."""
         with_upstream = size in self.args.upstream_sizes and self.oracle
-        ids = sample_ids(size)
+        ids = sample_ids(size, spread=True)
         started = self.start_all(size, with_upstream, slot)
         try:
             routes = set(r for r in ROUTES if route_available(started[0], r))
@@ -199,7 +205,7 @@ class Bench:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="1k and 10k sessions, 2 s runs, 10 s soak; no doc")
+    parser.add_argument("--quick", action="store_true", help="1k and 10k sessions, 3 s runs, 10 s soak; no doc")
     parser.add_argument("--sizes", type=int, nargs="+", help="dataset sizes (sessions)")
     parser.add_argument("--seconds", type=float, help="seconds per wrk run")
     parser.add_argument("--soak-seconds", type=float, help="length of the mixed soak")
@@ -213,7 +219,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.sizes is None:
         args.sizes = [1000, 10_000] if args.quick else [1000, 10_000, 100_000]
-    args.seconds = args.seconds or (2.0 if args.quick else 8.0)
+    args.seconds = args.seconds or (3.0 if args.quick else 8.0)
     args.soak_seconds = args.soak_seconds or (10.0 if args.quick else 30.0)
     if args.doc is None and not args.quick:
         args.doc = REPO / "docs" / "benchmarks.md"
