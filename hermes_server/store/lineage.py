@@ -21,7 +21,6 @@ CONTINUATION_ELIGIBLE = (
 )
 
 MAX_TIP_HOPS = 100
-MAX_RESOLVE_HOPS = 32
 
 _BEST_CONTINUATION = f"""
     SELECT c.id FROM sessions p JOIN sessions c ON c.parent_session_id = p.id

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Any, Iterable
+from typing import Any
 
 from hermes_server.domain.projection import decode_content, decode_tool_calls, encode_content
 from hermes_server.domain.titles import scrub_surrogates
@@ -28,10 +28,6 @@ def active_messages(conn: sqlite3.Connection, session_id: str) -> list[dict[str,
         msg["content"] = decode_content(msg["content"])
         msg["tool_calls"] = decode_tool_calls(msg["tool_calls"])
     return out
-
-
-def has_messages(conn: sqlite3.Connection, session_id: str) -> bool:
-    return conn.execute("SELECT 1 FROM messages WHERE session_id = ? LIMIT 1", (session_id,)).fetchone() is not None
 
 
 def tool_call_weight(tool_calls: Any) -> int:
