@@ -87,9 +87,9 @@ def _double_encoded(value: Any) -> Any:
     return json.dumps(value) if value else None
 
 
-def _copied_row(row: sqlite3.Row, target: str) -> tuple[Any, ...]:
+def _copied_row(row: sqlite3.Row, tool_calls: Any, target: str) -> tuple[Any, ...]:
+    """The INSERT values of one copy; `tool_calls` is the row's decoded tool_calls."""
     assistant = row["role"] == "assistant"
-    tool_calls = decode_tool_calls(row["tool_calls"])
     api_content = row["api_content"]
     return (
         target, row["role"], _text(encode_content(decode_content(row["content"]))),
@@ -105,26 +105,26 @@ def _copied_row(row: sqlite3.Row, target: str) -> tuple[Any, ...]:
     )
 
 
-def copy_active_messages(conn: sqlite3.Connection, source_id: str, target_id: str) -> tuple[int, int]:
+def copy_active_messages(conn: sqlite3.Connection, source_id: str, target_id: str) -> None:
     """Replace `target_id`'s transcript with copies of `source_id`'s active rows.
 
     Timestamps are preserved (so a fork sorts at its source's last activity);
-    reasoning fields survive only on assistant rows. Returns (messages, tool calls).
+    reasoning fields survive only on assistant rows. The target's message and
+    tool-call counters are set to what was copied.
     """
     rows = conn.execute(
         f"SELECT {_COPY_COLUMNS} FROM messages WHERE session_id = ? AND active = 1 ORDER BY id",
         (source_id,),
     ).fetchall()
     conn.execute("DELETE FROM messages WHERE session_id = ?", (target_id,))
-    copies = [_copied_row(row, target_id) for row in rows]
+    decoded_calls = [decode_tool_calls(row["tool_calls"]) for row in rows]
+    copies = [_copied_row(row, calls, target_id) for row, calls in zip(rows, decoded_calls)]
     conn.executemany(
         "INSERT INTO messages (session_id, " + _COPY_COLUMNS + ", active, compacted)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0)",
         copies,
     )
-    tool_calls = sum(tool_call_weight(decode_tool_calls(row["tool_calls"])) for row in rows)
     conn.execute(
         "UPDATE sessions SET message_count = ?, tool_call_count = ? WHERE id = ?",
-        (len(copies), tool_calls, target_id),
+        (len(copies), sum(tool_call_weight(calls) for calls in decoded_calls), target_id),
     )
-    return len(copies), tool_calls
