@@ -117,8 +117,10 @@ def _account(conn: sqlite3.Connection, session_id: str, usage: Usage, reported_m
     the row's `model` (so `hermes-agent` set at create becomes the live model).
     """
     row = conn.execute("SELECT model, api_call_count FROM sessions WHERE id = ?", (session_id,)).fetchone()
-    if reported_model and not row["api_call_count"] and row["model"] != reported_model:
+    model = row["model"]
+    if reported_model and not row["api_call_count"] and model != reported_model:
         conn.execute("UPDATE sessions SET model = ? WHERE id = ?", (reported_model, session_id))
+        model = reported_model
     counts = (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens,
               usage.cache_write_tokens, usage.reasoning_tokens)
     conn.execute(
@@ -129,7 +131,6 @@ def _account(conn: sqlite3.Connection, session_id: str, usage: Usage, reported_m
         " api_call_count = COALESCE(api_call_count, 0) + ? WHERE id = ?",
         (*counts, usage.api_calls, session_id),
     )
-    model = conn.execute("SELECT model FROM sessions WHERE id = ?", (session_id,)).fetchone()[0]
     conn.execute(
         "INSERT INTO session_model_usage (session_id, model, api_call_count, input_tokens, output_tokens,"
         " cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_status, cost_source, first_seen, last_seen)"
