@@ -22,6 +22,12 @@ def get_session(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | N
     return rows[0] if rows else None
 
 
+@loop_read
+def session_exists(conn: sqlite3.Connection, session_id: str) -> bool:
+    """Whether a row with exactly this id exists (create and fork refuse it with 409)."""
+    return conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None
+
+
 def title_holder(conn: sqlite3.Connection, title: str, session_id: str) -> str | None:
     """Id of another session that already carries exactly `title`."""
     row = conn.execute("SELECT id FROM sessions WHERE title = ? AND id != ?", (title, session_id)).fetchone()
@@ -43,7 +49,7 @@ def create_session(
     after the 409 check, as upstream does; a title that is too long (D1) or held
     by another session aborts the transaction, so no row is left behind.
     """
-    if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
+    if session_exists(conn, session_id):
         raise SessionExists(session_id)
     conn.execute(
         "INSERT INTO sessions (id, source, model, system_prompt, started_at) VALUES (?, 'api_server', ?, ?, ?)",
@@ -80,7 +86,7 @@ def end_session(conn: sqlite3.Connection, session_id: str, reason: str, now: flo
 
 def delete_session(conn: sqlite3.Connection, session_id: str) -> bool:
     """Delete a row and its messages; delegates go with it, every other child is unlinked."""
-    if not conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
+    if not session_exists(conn, session_id):
         return False
     doomed = lineage.delegate_descendants(conn, session_id)
     if doomed:
@@ -92,11 +98,6 @@ def delete_session(conn: sqlite3.Connection, session_id: str) -> bool:
     conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
     conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
     return True
-
-
-@loop_read
-def session_exists(conn: sqlite3.Connection, session_id: str) -> bool:
-    return conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None
 
 
 def create_fork_child(
