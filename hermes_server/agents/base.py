@@ -55,6 +55,10 @@ class ToolEvent:
     call_id: str | None = None
 
 
+# How much of the reasoning text a `Progress` event carries (the stream shows a preview).
+REASONING_PREVIEW = 500
+
+
 @dataclass(frozen=True)
 class Progress:
     """Reasoning made available mid-turn (streamed as `tool.progress`)."""

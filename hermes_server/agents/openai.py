@@ -18,6 +18,7 @@ from typing import Any, AsyncIterator
 import httpx
 
 from hermes_server.agents.base import (
+    REASONING_PREVIEW,
     SYSTEM_PROMPT,
     AgentError,
     AgentEvent,
@@ -29,7 +30,6 @@ from hermes_server.agents.base import (
     assistant_message,
 )
 
-REASONING_PREVIEW = 500
 MAX_ERROR_BODY = 2_000
 _TIMEOUT = httpx.Timeout(300.0, connect=10.0)
 _HISTORY_KEYS = ("role", "content", "tool_calls", "tool_call_id")

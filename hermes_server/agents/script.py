@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, AsyncIterator
 
 from hermes_server.agents.base import (
+    REASONING_PREVIEW,
     AgentError,
     AgentEvent,
     Delta,
@@ -50,7 +51,6 @@ from hermes_server.domain.content import message_text
 _STEP_KINDS = ("delta", "sleep", "reasoning", "tool", "fail")
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")
 _UNSET = object()
-REASONING_PREVIEW = 500
 
 
 @dataclass(frozen=True)
