@@ -43,6 +43,11 @@ def is_path_unsafe(session_id: str) -> bool:
     return len(session_id) >= 2 and session_id[0].isalpha() and session_id[1] == ":"
 
 
+def has_cr_lf_nul(session_id: str) -> bool:
+    """CR, LF or NUL: refused in every id, even by fork's lax rule and in headers."""
+    return _CR_LF_NUL.search(session_id) is not None
+
+
 def has_control_character(session_id: str) -> bool:
     """D3: any Unicode Cc character (C0, DEL, C1). Format characters (Cf) pass."""
     return any(unicodedata.category(ch) == "Cc" for ch in session_id)
@@ -68,6 +73,6 @@ def create_id_error(session_id: str) -> str | None:
 
 def fork_id_error(session_id: str) -> str | None:
     """Fork's lax rule: only empty, CR/LF/NUL (and D6's lone surrogates) are refused."""
-    if not session_id or _CR_LF_NUL.search(session_id) or _SURROGATE.search(session_id):
+    if not session_id or has_cr_lf_nul(session_id) or _SURROGATE.search(session_id):
         return "Invalid session ID"
     return None

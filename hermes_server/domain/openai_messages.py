@@ -23,7 +23,6 @@ that is not an object, an unhashable role), we answer a 400 naming the field
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,17 +35,15 @@ from hermes_server.domain.content import (
     has_visible_payload,
     normalize_content,
 )
+from hermes_server.domain.ids import MAX_SESSION_ID_LENGTH, has_cr_lf_nul, is_path_unsafe
 from hermes_server.domain.titles import scrub_surrogates
 
 CONVERSATION_ROLES = frozenset({"user", "assistant"})
 # How deep nested lists in a system message's content are followed.
 MAX_FLATTEN_DEPTH = 10
-# Upstream's cap on X-Hermes-Session-Id (and X-Hermes-Session-Key) values.
-MAX_SESSION_HEADER_LENGTH = 256
 
 _TRUE_STRINGS = frozenset({"1", "true", "yes", "on"})
 _FALSE_STRINGS = frozenset({"0", "false", "no", "off"})
-_HEADER_BREAKERS = re.compile(r"[\r\n\x00]")
 
 MISSING_MESSAGES = "Missing or invalid 'messages' field"
 NO_USER_MESSAGE = "No user message found in messages"
@@ -179,13 +176,6 @@ def derived_session_id(conversation: Conversation) -> str:
     return "api-" + hashlib.sha256(seed.encode("utf-8")).hexdigest()[:16]
 
 
-def _path_unsafe(value: str) -> bool:
-    """Upstream's guard for ids that end up in file names: `..`, separators, a drive prefix."""
-    if ".." in value or "/" in value or "\\" in value:
-        return True
-    return len(value) >= 2 and value[0].isalpha() and value[1] == ":"
-
-
 def continued_session_id(raw: str) -> str | None:
     """The session an `X-Hermes-Session-Id` value continues, or None when blank.
 
@@ -200,9 +190,9 @@ def continued_session_id(raw: str) -> str | None:
         value.encode("utf-8")
     except UnicodeEncodeError:
         raise MessagesError("Invalid session ID", bare=True) from None
-    if _HEADER_BREAKERS.search(value) or _path_unsafe(value):
+    if has_cr_lf_nul(value) or is_path_unsafe(value):
         raise MessagesError("Invalid session ID", bare=True)
-    if len(value) > MAX_SESSION_HEADER_LENGTH:
+    if len(value) > MAX_SESSION_ID_LENGTH:
         raise MessagesError("Session ID too long", bare=True)
     return value
 
