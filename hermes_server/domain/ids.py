@@ -12,10 +12,11 @@ import unicodedata
 import uuid
 from typing import Any, Callable
 
+from hermes_server.domain.titles import has_lone_surrogate
+
 MAX_SESSION_ID_LENGTH = 256
 
 _CR_LF_NUL = re.compile(r"[\r\n\x00]")
-_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 def generate_session_id(now: float, hex8: Callable[[], str] | None = None) -> str:
@@ -61,7 +62,7 @@ def create_id_error(session_id: str) -> str | None:
     """
     if (
         not session_id
-        or _SURROGATE.search(session_id)
+        or has_lone_surrogate(session_id)
         or has_control_character(session_id)
         or is_path_unsafe(session_id)
     ):
@@ -73,6 +74,6 @@ def create_id_error(session_id: str) -> str | None:
 
 def fork_id_error(session_id: str) -> str | None:
     """Fork's lax rule: only empty, CR/LF/NUL (and D6's lone surrogates) are refused."""
-    if not session_id or has_cr_lf_nul(session_id) or _SURROGATE.search(session_id):
+    if not session_id or has_cr_lf_nul(session_id) or has_lone_surrogate(session_id):
         return "Invalid session ID"
     return None

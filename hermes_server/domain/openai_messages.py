@@ -36,7 +36,7 @@ from hermes_server.domain.content import (
     normalize_content,
 )
 from hermes_server.domain.ids import MAX_SESSION_ID_LENGTH, has_cr_lf_nul, is_path_unsafe
-from hermes_server.domain.titles import scrub_surrogates
+from hermes_server.domain.titles import has_lone_surrogate, scrub_surrogates
 
 CONVERSATION_ROLES = frozenset({"user", "assistant"})
 # How deep nested lists in a system message's content are followed.
@@ -186,11 +186,7 @@ def continued_session_id(raw: str) -> str | None:
     value = raw.strip()
     if not value:
         return None
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise MessagesError("Invalid session ID", bare=True) from None
-    if has_cr_lf_nul(value) or is_path_unsafe(value):
+    if has_lone_surrogate(value) or has_cr_lf_nul(value) or is_path_unsafe(value):
         raise MessagesError("Invalid session ID", bare=True)
     if len(value) > MAX_SESSION_ID_LENGTH:
         raise MessagesError("Session ID too long", bare=True)

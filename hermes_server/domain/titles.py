@@ -1,4 +1,9 @@
-"""Title sanitising and lineage numbering (`X`, `X #2`, `X #3`, …)."""
+"""Title sanitising and lineage numbering (`X`, `X #2`, `X #3`, …), and the lone-surrogate rule.
+
+Lone UTF-16 surrogates (from a `\\ud800` JSON escape) are the one text SQLite cannot
+store as UTF-8: titles and chat text get them replaced, as upstream's writers do;
+ids and other stored fields are refused with a 400 instead of a 500 (D6).
+"""
 
 from __future__ import annotations
 
@@ -17,6 +22,11 @@ _TRAILING_NUMBER = re.compile(r"^.* #(\d+)$")
 
 class TitleTooLong(ValueError):
     """Raised when a cleaned title exceeds the limit; str() is the client message."""
+
+
+def has_lone_surrogate(text: str) -> bool:
+    """Whether `text` holds a lone UTF-16 surrogate, which cannot be encoded as UTF-8."""
+    return _SURROGATE.search(text) is not None
 
 
 def scrub_surrogates(text: str) -> str:

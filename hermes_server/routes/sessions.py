@@ -11,7 +11,7 @@ from starlette.responses import Response
 from hermes_server.domain.ids import create_id_error, fork_id_error, requested_id
 from hermes_server.domain.params import ListQuery
 from hermes_server.domain.projection import message_projection, session_projection
-from hermes_server.domain.titles import sanitize_title
+from hermes_server.domain.titles import has_lone_surrogate, sanitize_title
 from hermes_server.faults import fork_step_done
 from hermes_server.http.auth import check_bearer
 from hermes_server.http.body import read_json_object
@@ -44,10 +44,8 @@ def _first_query_values(request: Request) -> dict[str, str]:
 
 def storable_text(value: str, field: str) -> str:
     """D6: text SQLite cannot store (a lone surrogate) is a 400 naming the field, not a 500."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise invalid_field(field, f"Invalid value for '{field}': text must be valid Unicode") from None
+    if has_lone_surrogate(value):
+        raise invalid_field(field, f"Invalid value for '{field}': text must be valid Unicode")
     return value
 
 
