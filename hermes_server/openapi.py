@@ -73,6 +73,11 @@ def _object(properties: dict[str, Any], required: Iterable[str] = (), closed: bo
     return schema
 
 
+def _record(properties: dict[str, Any]) -> dict[str, Any]:
+    """A closed object whose every property is always present (most of the answers)."""
+    return _object(properties, properties)
+
+
 # The events of POST /api/sessions/{session_id}/chat/stream (spec §4.9.4).
 STREAM_EVENTS = (
     "run.started", "message.started", "assistant.delta", "tool.started", "tool.completed", "tool.failed",
@@ -120,33 +125,33 @@ _CHECK = {
 }
 
 SCHEMAS: dict[str, Any] = {
-    "Error": _object({
+    "Error": _record({
         "error": _object({
             "message": {"type": "string"},
             "type": {"type": "string"},
             "param": _nullable("string"),
             "code": _nullable("string"),
         }, ["message", "type"]),
-    }, ["error"]),
+    }),
     "Session": _object(_SESSION_PROPERTIES, _SESSION_REQUIRED),
     "SessionListItem": _object(_SESSION_PROPERTIES, [*_SESSION_REQUIRED, "last_active", "preview"]),
-    "SessionEnvelope": _object({
+    "SessionEnvelope": _record({
         "object": {"const": "hermes.session"},
         "session": _ref("schemas", "Session"),
-    }, ["object", "session"]),
-    "SessionList": _object({
+    }),
+    "SessionList": _record({
         "object": {"const": "list"},
         "data": {"type": "array", "items": _ref("schemas", "SessionListItem")},
         "limit": _COUNTER,
         "offset": _COUNTER,
         "has_more": {"type": "boolean"},
-    }, ["object", "data", "limit", "offset", "has_more"]),
-    "SessionDeleted": _object({
+    }),
+    "SessionDeleted": _record({
         "object": {"const": "hermes.session.deleted"},
         "id": {"type": "string"},
         "deleted": {"type": "boolean"},
-    }, ["object", "id", "deleted"]),
-    "Message": _object({
+    }),
+    "Message": _record({
         "id": {"type": "integer"},
         "session_id": {"type": "string"},
         "role": {"type": "string"},
@@ -159,13 +164,12 @@ SCHEMAS: dict[str, Any] = {
         "finish_reason": _nullable("string"),
         "reasoning": _nullable("string"),
         "reasoning_content": _nullable("string"),
-    }, ["id", "session_id", "role", "content", "tool_call_id", "tool_calls", "tool_name", "timestamp",
-        "token_count", "finish_reason", "reasoning", "reasoning_content"]),
-    "MessageList": _object({
+    }),
+    "MessageList": _record({
         "object": {"const": "list"},
         "session_id": {"type": "string"},
         "data": {"type": "array", "items": _ref("schemas", "Message")},
-    }, ["object", "session_id", "data"]),
+    }),
     "CreateSession": _example({"id": "demo", "title": "Demo"}, _object({
         "id": {**_ANY, "description": "Used when truthy, as str(), trimmed; else session_id; else generated."},
         "session_id": _ANY,
@@ -182,12 +186,12 @@ SCHEMAS: dict[str, Any] = {
         "system_message": _ANY,
         "instructions": _ANY,
     }, closed=False)),
-    "ChatCompletion": _object({
+    "ChatCompletion": _record({
         "object": {"const": "hermes.session.chat.completion"},
         "session_id": {"type": "string"},
-        "message": _object({"role": {"const": "assistant"}, "content": _nullable("string")}, ["role", "content"]),
+        "message": _record({"role": {"const": "assistant"}, "content": _nullable("string")}),
         "usage": _ref("schemas", "Usage"),
-    }, ["object", "session_id", "message", "usage"]),
+    }),
     "StreamEvent": _object({
         "event": {"enum": list(STREAM_EVENTS)},
         "data": {
@@ -205,32 +209,30 @@ SCHEMAS: dict[str, Any] = {
         "model": {**_ANY, "description": "Echoed in the answer; the served model name when absent."},
         "stream": {**_ANY, "description": "true, 1, \"yes\", \"on\" … stream the answer as chunks."},
     }, ["messages"], closed=False)),
-    "OpenAIChatCompletion": _object({
+    "OpenAIChatCompletion": _record({
         "id": {"type": "string"},
         "object": {"const": "chat.completion"},
         "created": {"type": "integer"},
         "model": _ANY,
-        "choices": {"type": "array", "items": _object({
+        "choices": {"type": "array", "items": _record({
             "index": {"type": "integer"},
-            "message": _object({"role": {"const": "assistant"}, "content": {"type": "string"}}, ["role", "content"]),
+            "message": _record({"role": {"const": "assistant"}, "content": {"type": "string"}}),
             "finish_reason": {"type": "string"},
-        }, ["index", "message", "finish_reason"])},
-        "usage": _object({"prompt_tokens": _COUNTER, "completion_tokens": _COUNTER, "total_tokens": _COUNTER},
-                         ["prompt_tokens", "completion_tokens", "total_tokens"]),
-    }, ["id", "object", "created", "model", "choices", "usage"]),
-    "Usage": _object({"input_tokens": _COUNTER, "output_tokens": _COUNTER, "total_tokens": _COUNTER},
-                     ["input_tokens", "output_tokens", "total_tokens"]),
-    "Health": _object({
+        })},
+        "usage": _record({"prompt_tokens": _COUNTER, "completion_tokens": _COUNTER, "total_tokens": _COUNTER}),
+    }),
+    "Usage": _record({"input_tokens": _COUNTER, "output_tokens": _COUNTER, "total_tokens": _COUNTER}),
+    "Health": _record({
         "status": {"const": "ok"},
         "platform": {"const": "hermes-agent"},
         "version": {"type": "string"},
-    }, ["status", "platform", "version"]),
-    "HealthDetailed": _object({
+    }),
+    "HealthDetailed": _record({
         "status": _STATUS,
-        "readiness": _object({
+        "readiness": _record({
             "status": _STATUS,
             "checks": {"type": "object", "additionalProperties": _CHECK},
-        }, ["status", "checks"]),
+        }),
         "platform": {"const": "hermes-agent"},
         "version": {"type": "string"},
         "gateway_state": _nullable("string"),
@@ -241,11 +243,10 @@ SCHEMAS: dict[str, Any] = {
         "exit_reason": _nullable("string"),
         "updated_at": _nullable("string"),
         "pid": {"type": "integer"},
-    }, ["status", "readiness", "platform", "version", "gateway_state", "platforms", "active_agents",
-        "gateway_busy", "gateway_drainable", "exit_reason", "updated_at", "pid"]),
-    "ModelList": _object({
+    }),
+    "ModelList": _record({
         "object": {"const": "list"},
-        "data": {"type": "array", "items": _object({
+        "data": {"type": "array", "items": _record({
             "id": {"type": "string"},
             "object": {"const": "model"},
             "created": {"type": "integer"},
@@ -253,20 +254,20 @@ SCHEMAS: dict[str, Any] = {
             "permission": {"type": "array"},
             "root": {"type": "string"},
             "parent": _nullable("string"),
-        }, ["id", "object", "created", "owned_by", "permission", "root", "parent"])},
-    }, ["object", "data"]),
-    "Capabilities": _object({
+        })},
+    }),
+    "Capabilities": _record({
         "object": {"const": "hermes.api_server.capabilities"},
         "platform": {"const": "hermes-agent"},
         "model": {"type": "string"},
-        "auth": _object({"type": {"const": "bearer"}, "required": {"type": "boolean"}}, ["type", "required"]),
+        "auth": _record({"type": {"const": "bearer"}, "required": {"type": "boolean"}}),
         "runtime": {"type": "object"},
         "features": {"type": "object", "additionalProperties": {"type": ["boolean", "string"]}},
-        "endpoints": {"type": "object", "additionalProperties": _object({
+        "endpoints": {"type": "object", "additionalProperties": _record({
             "method": {"type": "string"},
             "path": {"type": "string"},
-        }, ["method", "path"])},
-    }, ["object", "platform", "model", "auth", "runtime", "features", "endpoints"]),
+        })},
+    }),
     "OpenAPIDocument": {"type": "object", "required": ["openapi", "info", "paths"]},
     # The /_fixture/ control API (serve --fixture-api); formats in docs/fixtures.md.
     "FixtureRequest": {"type": "object", "description": "A fixture, fault list, reset or clock document "
