@@ -30,25 +30,17 @@ and the count of turns whose usage matched exactly is printed.
 from __future__ import annotations
 
 import argparse
-import http.client
 import json
 import re
-import shutil
-import signal
-import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from oracle_diff import KEY, ORACLE_PY, js, start_oracle, start_ours, stop_oracle  # noqa: E402
+from oracle_common import KEY, SECURITY_HEADER, Answer, Workbench, exchange, js, mask_agent_value, print_differences
 
 ORACLE_PORT, OURS_PORT = 18860, 18870
 SSE_HEADERS = ("content-type", "cache-control", "x-accel-buffering")
 ID_HEADERS = ("x-hermes-session-id", "x-hermes-session-key")
-SECURITY_HEADER = "x-content-type-options"
 TS_KEYS = {"started_at", "ended_at", "last_active", "timestamp", "ts"}
 USAGE_KEYS = {"input_tokens", "output_tokens", "total_tokens"}
 _ID_PATTERNS = (
@@ -57,7 +49,6 @@ _ID_PATTERNS = (
     ("run", re.compile(r"run_[0-9a-f]{32}")),
     ("msg", re.compile(r"msg_[0-9a-f]{32}")),
 )
-_REPLY = re.compile(r"^(MOCK|ECHO)-REPLY to:")
 
 
 @dataclass
@@ -73,25 +64,9 @@ class Step:
     deviation: str | None = None
 
 
-@dataclass
-class Answer:
-    status: int
-    headers: dict[str, str]
-    body: bytes
-
-
 def request(port: int, step: Step) -> Answer:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-    try:
-        body = step.body if isinstance(step.body, bytes) or step.body is None else js(step.body)
-        headers = {"Authorization": f"Bearer {KEY}", **step.headers}
-        if body is not None:
-            headers["Content-Length"] = str(len(body))
-        conn.request(step.method, step.path, body=body, headers=headers)
-        resp = conn.getresponse()
-        return Answer(resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read())
-    finally:
-        conn.close()
+    body = step.body if isinstance(step.body, bytes) or step.body is None else js(step.body)
+    return exchange(port, step.method, step.path, body, [("Authorization", f"Bearer {KEY}"), *step.headers.items()])
 
 
 class Normaliser:
@@ -110,15 +85,8 @@ class Normaliser:
             return {k: self.value(k, v) for k, v in value.items()}
         if isinstance(value, list):
             return [self.value(None, v) for v in value]
-        if key in TS_KEYS and isinstance(value, (int, float)):
-            return "<ts>"
-        if key in USAGE_KEYS and isinstance(value, int):
-            return "<n>"
-        if key == "model" and value == "mock-model":  # upstream's agent rewrites model on its first call
-            return "hermes-agent"
+        value = mask_agent_value(key, value, timestamps=TS_KEYS, counters=USAGE_KEYS)
         if isinstance(value, str):
-            if _REPLY.match(value):
-                return "<reply>"
             for kind, pattern in _ID_PATTERNS:
                 value = pattern.sub(lambda m, kind=kind: self._id(kind, m.group(0)), value)
         return value
@@ -146,7 +114,7 @@ class Normaliser:
             out.append((name, list(data), self.value(None, data)))
         return out
 
-    def __call__(self, step: Step, answer: Answer) -> dict[str, Any]:
+    def __call__(self, answer: Answer) -> dict[str, Any]:
         ctype = answer.headers.get("content-type", "")
         shape: dict[str, Any] = {
             "status": answer.status,
@@ -278,7 +246,7 @@ def compare(steps: list[Step], verbose: bool) -> int:
     same = unexpected = expected = usage_turns = usage_equal = 0
     for step in steps:
         theirs, ours = request(ORACLE_PORT, step), request(OURS_PORT, step)
-        a, b = norm["oracle"](step, theirs), norm["ours"](step, ours)
+        a, b = norm["oracle"](theirs), norm["ours"](ours)
         if raw_usage(theirs) is not None:
             usage_turns += 1
             usage_equal += raw_usage(theirs) == raw_usage(ours)
@@ -294,9 +262,7 @@ def compare(steps: list[Step], verbose: bool) -> int:
         expected += bool(step.deviation)
         unexpected += not step.deviation
         print(f"{label} {step.name}")
-        for key in sorted(set(a) | set(b)):
-            if a.get(key) != b.get(key):
-                print(f"  {key}:\n    oracle: {json.dumps(a.get(key))[:700]}\n    ours:   {json.dumps(b.get(key))[:700]}")
+        print_differences(a, b, 700)
     total = len(steps)
     print(f"\n{total} requests: {same} identical after normalisation, {expected} expected "
           f"differences, {unexpected} unexpected differences; usage numbers equal in {usage_equal} of "
@@ -305,27 +271,10 @@ def compare(steps: list[Step], verbose: bool) -> int:
 
 
 def run(verbose: bool, keep: bool) -> int:
-    if not ORACLE_PY.exists():
-        raise SystemExit(f"{ORACLE_PY} is missing: run the oracle's setup.sh first")
-    work = Path(tempfile.mkdtemp(prefix="hs-oracle-chat-diff-"))
-    oracle_home, ours_home = work / "oracle", work / "ours"
-    proc = None
-    try:
-        start_oracle(oracle_home, ORACLE_PORT, no_key=False)
-        proc = start_ours(ours_home, OURS_PORT, no_key=False, log=work / "ours.log")
+    with Workbench("hs-oracle-chat-diff-", keep) as bench:
+        bench.oracle("oracle", ORACLE_PORT)
+        bench.ours("ours", OURS_PORT)
         return compare(build_steps(), verbose)
-    finally:
-        if proc is not None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        stop_oracle(oracle_home)
-        if keep:
-            print(f"kept {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
 
 
 def main() -> int:

@@ -33,32 +33,22 @@ Exit status 0 only when there is no unexpected difference.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import http.client
 import json
 import re
-import shutil
-import signal
 import sqlite3
-import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from oracle_chat_diff import Answer  # noqa: E402
-from oracle_diff import KEY, ORACLE_PY, js, start_oracle, start_ours, stop_oracle  # noqa: E402
+from oracle_common import KEY, SECURITY_HEADER, Answer, Workbench, exchange, js, mask_agent_value, print_differences
 
 PORTS = {("oracle", "key"): 19010, ("oracle", "nokey"): 19012, ("ours", "key"): 19020, ("ours", "nokey"): 19021}
 PATH = "/v1/chat/completions"
 HEADERS = ("content-type", "cache-control", "x-accel-buffering", "allow", "x-hermes-session-id",
            "x-hermes-session-key", "x-hermes-completed", "x-hermes-partial")
-SECURITY_HEADER = "x-content-type-options"
 USAGE_KEYS = {"prompt_tokens", "completion_tokens", "total_tokens", "input_tokens", "output_tokens"}
 TS_KEYS = {"created", "started_at", "ended_at", "last_active", "timestamp"}
-_REPLY = re.compile(r"^(MOCK|ECHO)-REPLY to:")
 _COMPLETION_ID = re.compile(r"chatcmpl-[0-9a-f]{29}")
 
 
@@ -77,26 +67,9 @@ class Step:
 
 
 def request(port: int, step: Step) -> Answer:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-    try:
-        conn.putrequest(step.method, step.path, skip_accept_encoding=True)
-        if step.auth and step.pair == "key":
-            conn.putheader("Authorization", f"Bearer {KEY}")
-        body = step.body if isinstance(step.body, bytes) or step.body is None else js(step.body)
-        for name, value in step.headers.items():
-            conn.putheader(name, value)
-        if body is not None and "Content-Length" not in step.headers:
-            conn.putheader("Content-Length", str(len(body)))
-        conn.endheaders()
-        if body is not None:
-            try:
-                conn.send(body)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # answered before the body was read (413)
-        resp = conn.getresponse()
-        return Answer(resp.status, {k.lower(): v for k, v in resp.getheaders()}, resp.read())
-    finally:
-        conn.close()
+    body = step.body if isinstance(step.body, bytes) or step.body is None else js(step.body)
+    auth = [("Authorization", f"Bearer {KEY}")] if step.auth and step.pair == "key" else []
+    return exchange(port, step.method, step.path, body, [*auth, *step.headers.items()])
 
 
 def value(key: str | None, item: Any) -> Any:
@@ -105,17 +78,9 @@ def value(key: str | None, item: Any) -> Any:
         return {k: value(k, v) for k, v in item.items()}
     if isinstance(item, list):
         return [value(None, v) for v in item]
-    if key in TS_KEYS and isinstance(item, (int, float)) and not isinstance(item, bool):
-        return "<ts>"
-    if key in USAGE_KEYS and isinstance(item, int):
-        return "<n>"
     if key == "id" and isinstance(item, str) and item.startswith("chatcmpl-"):
         return "<chatcmpl>" if _COMPLETION_ID.fullmatch(item) else f"<bad id {item}>"
-    if isinstance(item, str) and _REPLY.match(item):
-        return "<reply>"
-    if key == "model" and item == "mock-model":  # upstream's agent records its backend's model
-        return "hermes-agent"
-    return item
+    return mask_agent_value(key, item, timestamps=TS_KEYS, counters=USAGE_KEYS)
 
 
 def stream_shape(body: bytes) -> list[Any]:
@@ -288,12 +253,6 @@ def rows(db: Path) -> dict[str, list[Any]]:
             "messages": [[value(None, v) if i == 2 else v for i, v in enumerate(r)] for r in messages]}
 
 
-def print_diff(a: dict[str, Any], b: dict[str, Any]) -> None:
-    for key in sorted(set(a) | set(b)):
-        if a.get(key) != b.get(key):
-            print(f"  {key}:\n    oracle: {json.dumps(a.get(key))[:900]}\n    ours:   {json.dumps(b.get(key))[:900]}")
-
-
 def compare(steps: list[Step], homes: dict[str, Path], verbose: bool) -> int:
     tally = {"same": 0, "expected": 0, "unexpected": 0}
     for step in steps:
@@ -306,7 +265,7 @@ def compare(steps: list[Step], homes: dict[str, Path], verbose: bool) -> int:
         if kind != "same" or verbose:
             print(f"{kind:<11}{step.name}" + (f" [{step.deviation}]" if step.deviation else ""))
         if differs and (kind == "unexpected" or verbose):
-            print_diff(a, b)
+            print_differences(a, b, 900)
     unexpected = tally["unexpected"]
     stored = {"oracle": rows(homes["oracle"] / "state.db"), "ours": rows(homes["ours"] / "state.db")}
     for table in ("sessions", "messages"):
@@ -325,33 +284,12 @@ def compare(steps: list[Step], homes: dict[str, Path], verbose: bool) -> int:
     return 0 if unexpected == 0 else 1
 
 
-def stop_process(proc: subprocess.Popen) -> None:
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(20)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-
-
 def run(args: argparse.Namespace) -> int:
-    if not ORACLE_PY.exists():
-        raise SystemExit(f"{ORACLE_PY} is missing: run the oracle's setup.sh first")
-    work = Path(tempfile.mkdtemp(prefix="hs-oracle-completions-diff-"))
-    homes = {(side, pair): work / f"{side}-{pair}" for side in ("oracle", "ours") for pair in ("key", "nokey")}
-    with contextlib.ExitStack() as cleanup:
-        if not args.keep:
-            cleanup.callback(shutil.rmtree, work, ignore_errors=True)
+    with Workbench("hs-oracle-completions-diff-", args.keep) as bench:
         for pair in ("key", "nokey"):
-            cleanup.callback(stop_oracle, homes[("oracle", pair)])
-            start_oracle(homes[("oracle", pair)], PORTS[("oracle", pair)], no_key=pair == "nokey")
-            proc = start_ours(homes[("ours", pair)], PORTS[("ours", pair)], no_key=pair == "nokey",
-                              log=work / f"ours-{pair}.log")
-            cleanup.callback(stop_process, proc)
-        status = compare(build_steps(), {"oracle": homes[("oracle", "key")], "ours": homes[("ours", "key")]},
-                         args.verbose)
-    if args.keep:
-        print(f"kept {work}")
-    return status
+            bench.oracle(f"oracle-{pair}", PORTS[("oracle", pair)], no_key=pair == "nokey")
+            bench.ours(f"ours-{pair}", PORTS[("ours", pair)], no_key=pair == "nokey")
+        return compare(build_steps(), {side: bench.home(f"{side}-key") for side in ("oracle", "ours")}, args.verbose)
 
 
 if __name__ == "__main__":

@@ -32,32 +32,24 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import http.client
 import json
 import os
 import re
-import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import time
-from urllib.parse import quote
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
+from urllib.parse import quote
 
-REPO = Path(__file__).resolve().parent.parent
-ORACLE_DIR = Path(os.environ.get("HERMES_ORACLE_DIR", REPO.parent / "shared" / "oracle"))
-ORACLE_PY = Path(os.environ.get("ORACLE_VENV", "/tmp/hermes-oracle-venv")) / "bin" / "python"
-KEY = "oracle-test-key-0123456789abcdef"
+from oracle_common import KEY, ORACLE_DIR, ORACLE_PY, SECURITY_HEADER, Workbench, exchange, js
+
 # Three pairs of servers: with the key, without any key, and over a state.db that cannot be opened.
-PAIRS = ("key", "nokey", "broken")
 PORTS = {("oracle", "key"): 18800, ("oracle", "nokey"): 18802, ("oracle", "broken"): 18804,
          ("ours", "key"): 18810, ("ours", "nokey"): 18811, ("ours", "broken"): 18812}
 LIMIT = 10_000_000
-SECURITY_HEADER = "x-content-type-options"
 TIMESTAMP_KEYS = ("started_at", "ended_at", "last_active", "timestamp", "created")
 _TS_RE = re.compile(r'"(' + "|".join(TIMESTAMP_KEYS) + r')": -?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?')
 _GEN_RE = re.compile(r"api_\d{6,12}_[0-9a-f]{8}")
@@ -87,10 +79,6 @@ class Case:
     # Sent to the oracle only, after this case, to undo state that a deviation created there
     # (so later list answers stay comparable).
     oracle_cleanup: list["Case"] = field(default_factory=list)
-
-
-def js(value: Any) -> bytes:
-    return json.dumps(value).encode()
 
 
 def build_cases() -> list[Case]:
@@ -427,42 +415,16 @@ class Answer:
 
 def send(port: int, case: Case, key: str | None) -> Answer:
     """One request over a fresh connection, bytes exactly as the case says."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-    try:
-        conn.putrequest(case.method, case.path, skip_host=False, skip_accept_encoding=True)
-        if case.auth == "key":
-            if key:
-                conn.putheader("Authorization", f"Bearer {key}")
-        elif case.auth is not None:
-            conn.putheader("Authorization", case.auth)
-        for name, value in case.headers.items():
-            conn.putheader(name, value)
-        body = case.body
-        if callable(body):
-            conn.putheader("Transfer-Encoding", "chunked")
-            conn.endheaders()
-            try:
-                for chunk in body():
-                    conn.send(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-                conn.send(b"0\r\n\r\n")
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the server answered early; read what it said
-        elif body is not None:
-            conn.putheader("Content-Length", str(len(body)))
-            conn.endheaders()
-            if not case.headers_only:
-                try:
-                    conn.send(body)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-        else:
-            conn.endheaders()
-        resp = conn.getresponse()
-        data = resp.read()
-        return Answer(resp.status, resp.getheader("Content-Type", ""), resp.getheader("Allow"),
-                      resp.getheader(SECURITY_HEADER) is not None, data)
-    finally:
-        conn.close()
+    headers: list[tuple[str, str | bytes]] = []
+    if case.auth == "key":
+        if key:
+            headers.append(("Authorization", f"Bearer {key}"))
+    elif case.auth is not None:
+        headers.append(("Authorization", case.auth))
+    headers += case.headers.items()
+    answer = exchange(port, case.method, case.path, case.body, headers, announce_only=case.headers_only, timeout=60)
+    return Answer(answer.status, answer.headers.get("content-type", ""), answer.headers.get("allow"),
+                  SECURITY_HEADER in answer.headers, answer.body)
 
 
 class Normaliser:
@@ -481,39 +443,7 @@ class Normaliser:
         return self.generated.setdefault(match.group(0), f"<gen-{len(self.generated) + 1}>")
 
 
-# -- processes ------------------------------------------------------------------
-
-
-def start_oracle(home: Path, port: int, *, no_key: bool) -> None:
-    env = dict(os.environ, API_SERVER_KEY=KEY)
-    if no_key:
-        env["ORACLE_NO_KEY"] = "1"
-    out = subprocess.run([str(ORACLE_DIR / "start_upstream.sh"), str(home), str(port), str(port + 1)],
-                         env=env, capture_output=True, text=True, timeout=120)
-    if out.returncode != 0 or "READY" not in out.stdout:
-        raise SystemExit(f"oracle did not start on {port}:\n{out.stdout}\n{out.stderr}")
-
-
-def stop_oracle(home: Path) -> None:
-    subprocess.run([str(ORACLE_DIR / "stop_upstream.sh"), str(home)], capture_output=True, timeout=60)
-
-
-def start_ours(home: Path, port: int, *, no_key: bool, log: Path) -> subprocess.Popen:
-    args = [sys.executable, "-m", "hermes_server", "serve", "--home", str(home), "--port", str(port)]
-    args += ["--no-auth"] if no_key else ["--api-key", KEY]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("API_SERVER_", "HERMES_"))}
-    proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"hermes-server exited:\n{log.read_text()}")
-        try:
-            if send(port, Case("up", "GET", "/health", auth=None), None).status == 200:
-                return proc
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    raise SystemExit(f"hermes-server did not start on {port}")
+# -- seeding ----------------------------------------------------------------------
 
 
 def seed(home: Path) -> None:
@@ -622,38 +552,20 @@ def explain(a: tuple[Any, ...], b: tuple[Any, ...]) -> str:
 
 
 def run(verbose: bool, keep: bool) -> int:
-    if not ORACLE_PY.exists():
-        raise SystemExit(f"{ORACLE_PY} is missing: run {ORACLE_DIR / 'setup.sh'} first")
-    work = Path(tempfile.mkdtemp(prefix="hs-oracle-diff-"))
-    homes = {(side, pair): work / f"{side}-{pair}" for side, pair in PORTS}
-    procs: list[subprocess.Popen] = []
-    started_oracles: list[Path] = []
-    try:
-        for (side, pair), home in homes.items():
+    with Workbench("hs-oracle-diff-", keep) as bench:
+        homes: dict[tuple[str, str], Path] = {}
+        for (side, pair), port in PORTS.items():
+            name = f"{side}-{pair}"
             if pair == "broken":
                 # A directory where state.db should be: SQLite cannot open it, on either side.
-                (home / "state.db").mkdir(parents=True)
-            if side == "oracle":
-                start_oracle(home, PORTS[side, pair], no_key=pair == "nokey")
-                started_oracles.append(home)
-            else:
-                procs.append(start_ours(home, PORTS[side, pair], no_key=pair == "nokey",
-                                        log=work / f"{side}-{pair}.log"))
+                (bench.home(name) / "state.db").mkdir(parents=True)
+            start = bench.oracle if side == "oracle" else bench.ours
+            homes[side, pair] = start(name, port, no_key=pair == "nokey")
         # Let each server create its state.db, then seed both the same way.
         for side in ("oracle", "ours"):
             send(PORTS[side, "key"], Case("init", "GET", "/api/sessions"), KEY)
             seed(homes[side, "key"])
         return compare(build_cases(), verbose)
-    finally:
-        for proc in procs:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(20)
-        for home in started_oracles:
-            stop_oracle(home)
-        if keep:
-            print(f"kept {work}")
-        else:
-            shutil.rmtree(work, ignore_errors=True)
 
 
 def compare(cases: Iterable[Case], verbose: bool) -> int:

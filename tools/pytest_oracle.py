@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from oracle_common import ORACLE_DIR, stop_oracle
 
 from tests.server import KEY, RunningServer
 
-ORACLE_DIR = Path(os.environ.get("HERMES_ORACLE_DIR", Path(__file__).resolve().parent.parent.parent / "shared" / "oracle"))
 _PORTS = itertools.count(18830, 2)
 
 
@@ -41,7 +41,7 @@ class _OracleProcess:
         return self.returncode
 
     def send_signal(self, sig: int = signal.SIGTERM) -> None:
-        subprocess.run([str(ORACLE_DIR / "stop_upstream.sh"), str(self.home)], capture_output=True, timeout=60)
+        stop_oracle(self.home)
         self.returncode = 0
 
     def wait(self, timeout: float | None = None) -> int:
