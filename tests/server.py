@@ -6,6 +6,7 @@ shutdown and storage behave as they do for users.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -93,6 +94,14 @@ def start_server(home: Path, *extra: str, key: str | None = KEY, env: dict[str, 
             time.sleep(0.05)
     process.kill()
     raise RuntimeError(f"hermes-server did not answer within {wait}s:\n{log_path.read_text()}")
+
+
+def start_with_script(home: Path, script: Any, *extra: str, **kwargs: Any) -> RunningServer:
+    """start_server with `--agent script` playing `script` (written as script.json beside the home)."""
+    path = home.parent / "script.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(script))
+    return start_server(home, "--agent", "script", "--agent-script", str(path), *extra, **kwargs)
 
 
 def error(code: str | None, message: str, param: Any = None) -> dict[str, Any]:

@@ -20,7 +20,7 @@ import openai
 import pytest
 
 from tests.api.support import JSON_TYPE, SECURITY_HEADERS, raw_request
-from tests.server import KEY, RunningServer, error, start_server
+from tests.server import KEY, RunningServer, error, start_server, start_with_script
 
 PATH = "/v1/chat/completions"
 COMPLETION_ID = re.compile(r"chatcmpl-[0-9a-f]{29}")
@@ -109,12 +109,8 @@ def reply_text(frames: list[Frame]) -> str:
 @pytest.fixture(scope="module")
 def scripted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     """The script agent (tools, failures, stalls), with rotation after 4 messages and a short keepalive."""
-    home = tmp_path_factory.mktemp("scripted") / "hermes"
-    home.mkdir()
-    script = home.parent / "script.json"
-    script.write_text(json.dumps(SCRIPT))
-    srv = start_server(home, "--agent", "script", "--agent-script", str(script),
-                       "--keepalive-seconds", str(KEEPALIVE), "--compress-after-messages", "4")
+    srv = start_with_script(tmp_path_factory.mktemp("scripted") / "hermes", SCRIPT,
+                            "--keepalive-seconds", str(KEEPALIVE), "--compress-after-messages", "4")
     yield srv
     srv.stop()
 

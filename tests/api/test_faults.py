@@ -11,7 +11,7 @@ from typing import Any, Iterator
 import httpx
 import pytest
 
-from tests.server import RunningServer, error, start_server
+from tests.server import RunningServer, error, start_server, start_with_script
 from tests.sse import parse_frames
 
 SECURITY = ("content-security-policy", "x-frame-options", "referrer-policy")
@@ -313,9 +313,8 @@ def test_without_the_flag_no_fault_machinery_runs(server: RunningServer) -> None
 
 def test_reset_waits_for_a_turn_still_running(tmp_path: Path) -> None:
     """A cut stream leaves its (slow) turn running; a reset must not let it write into the fresh state."""
-    script = tmp_path / "script.json"
-    script.write_text('{"turns": [{"steps": [{"delta": "slow "}, {"sleep": 0.8}], "reply": "slow reply"}]}')
-    srv = start_server(tmp_path / "home", "--fixture-api", "--agent", "script", "--agent-script", str(script))
+    script = {"turns": [{"steps": [{"delta": "slow "}, {"sleep": 0.8}], "reply": "slow reply"}]}
+    srv = start_with_script(tmp_path / "home", script, "--fixture-api")
     try:
         c = srv.client
         c.post("/_fixture/seed", json={"sessions": [{"id": "s"}]})

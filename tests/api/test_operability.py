@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.server import KEY, RunningServer, start_server
+from tests.server import KEY, RunningServer, start_server, start_with_script
 from tests.sse import events, parse_frames, stream_chat
 
 SECRETS = {
@@ -38,11 +38,9 @@ def access_records(log: str) -> list[dict[str, Any]]:
     return [r for r in records if r["logger"] == "hermes_server.access"]
 
 
-def script_file(tmp_path: Path, pause: float) -> Path:
+def pausing_script(pause: float) -> dict[str, Any]:
     """A script agent turn that streams one delta, pauses, then finishes."""
-    path = tmp_path / "script.json"
-    path.write_text(json.dumps({"turns": [{"steps": [{"delta": "first"}, {"sleep": pause}, {"delta": " last"}]}]}))
-    return path
+    return {"turns": [{"steps": [{"delta": "first"}, {"sleep": pause}, {"delta": " last"}]}]}
 
 
 def test_one_json_access_line_per_request_without_content(tmp_path: Path) -> None:
@@ -151,7 +149,7 @@ def _wait_for_turn(srv: RunningServer) -> dict[str, Any]:
 
 
 def test_open_stream_finishes_within_the_grace_period(tmp_path: Path) -> None:
-    srv = start_server(tmp_path / "hermes", "--agent", "script", "--agent-script", str(script_file(tmp_path, 1.5)))
+    srv = start_with_script(tmp_path / "hermes", pausing_script(1.5))
     assert srv.client.post("/api/sessions", json={"id": "s"}).status_code == 201
     thread, result = _stream_in_background(srv, "s")
     detailed = _wait_for_turn(srv)
@@ -165,8 +163,7 @@ def test_open_stream_finishes_within_the_grace_period(tmp_path: Path) -> None:
 
 
 def test_stream_past_the_grace_period_is_closed_cleanly(tmp_path: Path) -> None:
-    srv = start_server(tmp_path / "hermes", "--shutdown-grace", "0.5",
-                       "--agent", "script", "--agent-script", str(script_file(tmp_path, 2.0)))
+    srv = start_with_script(tmp_path / "hermes", pausing_script(2.0), "--shutdown-grace", "0.5")
     assert srv.client.post("/api/sessions", json={"id": "s"}).status_code == 201
     thread, result = _stream_in_background(srv, "s")
     _wait_for_turn(srv)

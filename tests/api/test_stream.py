@@ -15,7 +15,7 @@ from typing import Any, Iterator
 import httpx
 import pytest
 
-from tests.server import RunningServer, error, start_server
+from tests.server import RunningServer, error, start_with_script
 from tests.sse import Frame, events, parse_frames, stream_chat
 
 KEEPALIVE = 0.4
@@ -51,11 +51,7 @@ KEYS = {
 
 
 def start_scripted(home: Path) -> RunningServer:
-    home.mkdir(parents=True)
-    script = home.parent / "script.json"
-    script.write_text(json.dumps(SCRIPT))
-    return start_server(home, "--agent", "script", "--agent-script", str(script),
-                        "--keepalive-seconds", str(KEEPALIVE))
+    return start_with_script(home, SCRIPT, "--keepalive-seconds", str(KEEPALIVE))
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,7 @@ from typing import Iterator
 import pytest
 
 from tests.reliability.support import integrity, lineage_problems, log_trouble, query
-from tests.server import KEY, RunningServer, start_server
+from tests.server import KEY, RunningServer, start_with_script
 
 CLIENTS = 100
 REPLY = "first second"
@@ -36,9 +36,8 @@ REPLY = "first second"
 
 @pytest.fixture
 def slow_server(tmp_path: Path) -> Iterator[RunningServer]:
-    script = tmp_path / "agent.json"
-    script.write_text(json.dumps({"turns": [{"steps": [{"delta": "first "}, {"sleep": 0.4}, {"delta": "second"}]}]}))
-    srv = start_server(tmp_path / "hermes", "--agent", "script", "--agent-script", str(script))
+    script = {"turns": [{"steps": [{"delta": "first "}, {"sleep": 0.4}, {"delta": "second"}]}]}
+    srv = start_with_script(tmp_path / "hermes", script)
     yield srv
     srv.stop()
 
