@@ -92,6 +92,13 @@ def raw_request(
         conn.close()
 
 
+def create_session(server: RunningServer, session_id: str, **body: Any) -> dict[str, Any]:
+    """POST /api/sessions with this id (and `body`), which must answer 201; the created session."""
+    r = server.client.post("/api/sessions", json={"id": session_id, **body})
+    assert r.status_code == 201, r.text
+    return r.json()["session"]
+
+
 def _send_quietly(conn: http.client.HTTPConnection, parts: Iterable[bytes], end: bytes = b"") -> None:
     """Send the body; a server that already answered may close the socket under us."""
     try:

@@ -16,6 +16,7 @@ from hermes_server.agents.compression import continuation_id, needs_rotation
 from hermes_server.agents.echo import echo_reply
 from hermes_server.agents.openai import map_usage
 from hermes_server.agents.script import parse_script
+from tests.api.support import create_session as create
 from tests.fake_openai import FakeOpenAI
 from tests.server import RunningServer, free_port, start_server
 from tests.sse import events, stream_chat
@@ -96,10 +97,6 @@ def openai_server(fake: FakeOpenAI, tmp_path_factory: pytest.TempPathFactory) ->
                        "--agent-api-key", "backend-key-0123")
     yield srv
     srv.stop()
-
-
-def create(server: RunningServer, sid: str) -> None:
-    assert server.client.post("/api/sessions", json={"id": sid}).status_code == 201
 
 
 def test_openai_turns_stream_and_map_usage(openai_server: RunningServer, fake: FakeOpenAI) -> None:

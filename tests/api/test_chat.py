@@ -14,16 +14,11 @@ import httpx
 import pytest
 
 from hermes_server.agents.base import SYSTEM_PROMPT
+from tests.api.support import create_session as create
 from tests.server import KEY, RunningServer, error, start_server
 from tests.sse import events, stream_chat
 
 SECURITY = {"content-security-policy", "x-frame-options", "x-content-type-options", "referrer-policy"}
-
-
-def create(server: RunningServer, sid: str, **body: Any) -> dict[str, Any]:
-    r = server.client.post("/api/sessions", json={"id": sid, **body})
-    assert r.status_code == 201, r.text
-    return r.json()["session"]
 
 
 def get(server: RunningServer, sid: str) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.api.support import create_session as create
 from tests.server import RunningServer, error
 
 SESSION_KEYS = [
@@ -18,12 +19,6 @@ SESSION_KEYS = [
     "reasoning_tokens", "estimated_cost_usd", "actual_cost_usd", "api_call_count", "parent_session_id",
     "has_system_prompt", "has_model_config",
 ]
-
-
-def create(server: RunningServer, sid: str, **body: Any) -> dict[str, Any]:
-    r = server.client.post("/api/sessions", json={"id": sid, **body})
-    assert r.status_code == 201, r.text
-    return r.json()["session"]
 
 
 def get(server: RunningServer, sid: str) -> dict[str, Any]:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests.api.support import create_session as make
 from tests.api.support import database_opened, insert_message, insert_session, raw_request, sql  # noqa: F401
 from tests.server import RunningServer, error
 
@@ -16,12 +17,6 @@ T0 = 1_700_000_000.0
 
 def not_found(session_id: str) -> dict[str, Any]:
     return error("session_not_found", f"Session not found: {session_id}")
-
-
-def make(server: RunningServer, session_id: str, **body: Any) -> dict[str, Any]:
-    r = server.client.post("/api/sessions", json={"id": session_id, **body})
-    assert r.status_code == 201, r.text
-    return r.json()["session"]
 
 
 def get(server: RunningServer, session_id: str) -> dict[str, Any]:

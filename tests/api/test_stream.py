@@ -15,6 +15,7 @@ from typing import Any, Iterator
 import httpx
 import pytest
 
+from tests.api.support import create_session as create
 from tests.server import RunningServer, error, start_with_script
 from tests.sse import Frame, events, parse_frames, stream_chat
 
@@ -59,10 +60,6 @@ def scripted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer
     srv = start_scripted(tmp_path_factory.mktemp("scripted") / "hermes")
     yield srv
     srv.stop()
-
-
-def create(server: RunningServer, sid: str) -> None:
-    assert server.client.post("/api/sessions", json={"id": sid}).status_code == 201
 
 
 def get(server: RunningServer, sid: str) -> dict[str, Any]:
