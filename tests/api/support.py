@@ -192,6 +192,16 @@ def insert_message(
         conn.close()
 
 
+def session_row(db_path: Path, session_id: str) -> dict[str, Any]:
+    """The whole sessions row, every column (including those the API never shows)."""
+    conn = connect(db_path)
+    conn.row_factory = sqlite3.Row
+    try:
+        return dict(conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone())
+    finally:
+        conn.close()
+
+
 def sql(db_path: Path, statement: str, *params: Any) -> list[tuple[Any, ...]]:
     conn = connect(db_path)
     try:

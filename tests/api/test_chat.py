@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import socket
-import sqlite3
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -15,7 +13,8 @@ import pytest
 
 from hermes_server.agents.base import SYSTEM_PROMPT
 from tests.api.support import create_session as create
-from tests.server import KEY, RunningServer, error, start_server
+from tests.api.support import raw_request, session_row
+from tests.server import RunningServer, error, start_server
 from tests.sse import events, stream_chat
 
 SECURITY = {"content-security-policy", "x-frame-options", "x-content-type-options", "referrer-policy"}
@@ -36,26 +35,10 @@ def transcript(server: RunningServer, sid: str) -> dict[str, Any]:
 
 
 def raw_chat(server: RunningServer, sid: str, key_header: bytes, auth: bool = True) -> tuple[int, dict[bytes, bytes]]:
-    """Chat over a bare socket, to send header values that httpx refuses to (surrounding spaces)."""
-    body = b'{"message": "hi"}'
-    head = [f"POST /api/sessions/{sid}/chat HTTP/1.1".encode(), b"Host: 127.0.0.1", b"Connection: close",
-            b"Content-Type: application/json", b"Content-Length: %d" % len(body), b"X-Hermes-Session-Key: " + key_header]
-    if auth:
-        head.append(f"Authorization: Bearer {KEY}".encode())
-    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
-        sock.sendall(b"\r\n".join(head) + b"\r\n\r\n" + body)
-        reply = b""
-        while chunk := sock.recv(65536):
-            reply += chunk
-    lines = reply.split(b"\r\n\r\n", 1)[0].split(b"\r\n")
-    headers = dict(line.split(b": ", 1) for line in lines[1:])
-    return int(lines[0].split()[1]), {k.lower(): v for k, v in headers.items()}
-
-
-def row(db: Path, sid: str) -> dict[str, Any]:
-    with sqlite3.connect(db) as conn:
-        conn.row_factory = sqlite3.Row
-        return dict(conn.execute("SELECT * FROM sessions WHERE id = ?", (sid,)).fetchone())
+    """Chat with an X-Hermes-Session-Key value that httpx refuses to send (surrounding spaces)."""
+    answer = raw_request(server, "POST", f"/api/sessions/{sid}/chat", b'{"message": "hi"}',
+                         {"Content-Type": "application/json", "X-Hermes-Session-Key": key_header}, auth=auth)
+    return answer.status, {name.encode(): value.encode("latin-1") for name, value in answer.headers.items()}
 
 
 def test_chat_answers_and_persists_one_turn(server: RunningServer) -> None:  # T79
@@ -76,7 +59,7 @@ def test_chat_answers_and_persists_one_turn(server: RunningServer) -> None:  # T
             session["output_tokens"], session["estimated_cost_usd"]) == (2, 1, 20, 4, 0.0)
     assert (session["has_model_config"], session["has_system_prompt"], session["model"]) == (True, True, "hermes-agent")
     assert (session["ended_at"], session["tool_call_count"]) == (None, 0)
-    stored = row(server.db_path, "A")
+    stored = session_row(server.db_path, "A")
     assert stored["system_prompt"] == SYSTEM_PROMPT  # the create-time prompt is overwritten on an empty history
     assert json.loads(stored["model_config"]) == {"max_iterations": 90, "reasoning_config": None, "max_tokens": None}
     rows = transcript(server, "A")["data"]

@@ -18,6 +18,7 @@ from typing import Any, Iterator
 
 import pytest
 
+from tests.api.support import session_row
 from tests.server import RunningServer, error, start_server
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -38,15 +39,6 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     srv = start_on_fixture(tmp_path_factory.mktemp("seeded") / "hermes")
     yield srv
     srv.stop()
-
-
-def row_of(path: Path, session_id: str) -> dict[str, Any]:
-    conn = sqlite3.connect(path)
-    conn.row_factory = sqlite3.Row
-    try:
-        return dict(conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone())
-    finally:
-        conn.close()
 
 
 def listed(server: RunningServer, query: str = "") -> list[dict[str, Any]]:
@@ -79,7 +71,7 @@ def test_compression_list_default(seeded: RunningServer) -> None:
     chain_rows = [row for row in data if row["id"] in (c["root"], c["mid"], c["tip"])]
     assert len(chain_rows) == 1
     row = chain_rows[0]
-    root, tip = row_of(seeded.db_path, c["root"]), row_of(seeded.db_path, c["tip"])
+    root, tip = session_row(seeded.db_path, c["root"]), session_row(seeded.db_path, c["tip"])
     assert (row["id"], row["_lineage_root_id"]) == (c["tip"], c["root"])
     assert row["started_at"] == root["started_at"]
     assert (row["title"], row["message_count"], row["end_reason"]) == (tip["title"], tip["message_count"],
