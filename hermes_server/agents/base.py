@@ -61,10 +61,10 @@ REASONING_PREVIEW = 500
 
 @dataclass(frozen=True)
 class Progress:
-    """Reasoning made available mid-turn (streamed as `tool.progress`)."""
+    """Reasoning made available mid-turn (streamed as `tool.progress` of the `_thinking` tool,
+    as upstream streams its agent's reasoning)."""
 
     text: str
-    tool_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,6 @@ class AgentError(Exception):
 class Agent(Protocol):
     """A chat backend."""
 
-    name: str
     # The model id the session row gets when its `model` is NULL.
     model: str
 

@@ -34,8 +34,6 @@ def echo_reply(turn: TurnRequest) -> str:
 class EchoAgent:
     """See the module docstring."""
 
-    name = "echo"
-
     def __init__(self, model: str) -> None:
         self.model = model
 

@@ -73,8 +73,6 @@ def _error_detail(body: bytes) -> str:
 class OpenAIAgent:
     """See the module docstring."""
 
-    name = "openai"
-
     def __init__(self, base_url: str, model: str, api_key: str | None = None) -> None:
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model = model

@@ -136,8 +136,6 @@ def _tool_messages(step: dict[str, Any], call_id: str) -> list[dict[str, Any]]:
 class ScriptAgent:
     """See the module docstring."""
 
-    name = "script"
-
     def __init__(self, path: Path, model: str) -> None:
         self.path = path
         self.model = model

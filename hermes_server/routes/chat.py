@@ -121,7 +121,7 @@ class EventStream:
             })
         elif isinstance(event, Progress):
             self.emit("tool.progress", {
-                "message_id": self.message_id, "tool_name": event.tool_name or "_thinking", "delta": event.text or "",
+                "message_id": self.message_id, "tool_name": "_thinking", "delta": event.text or "",
             })
 
     def close(self) -> None:
