@@ -1,6 +1,7 @@
 """Running one chat turn: load the history, record the turn, drive the agent.
 
-Shared by `/chat` and `/chat/stream`. The turn runs in a task owned by
+Shared by session chat (`/chat`, `/chat/stream`) and `/v1/chat/completions`, so
+every route leaves the same rows for a turn. The turn runs in a task owned by
 `Services` (not by the HTTP response), so a client that disconnects neither
 stops the agent nor undoes its writes (seed 000: disconnect is not rollback).
 Storage failures during a turn are logged and never fail the turn, as upstream's

@@ -1,7 +1,8 @@
 """Chat input rules (spec §4.8.3) and the conversation form of stored history (§4.8.2 step 6).
 
-Pure functions, shared by `/chat` and `/chat/stream`. Errors are `ContentError`s carrying
-the code, message and `param` that upstream answers with; the route turns them into 400s.
+Pure functions, shared by `/chat` and `/chat/stream`; `/v1/chat/completions` normalises each
+message's content with the same rules (domain/openai_messages.py). Errors are `ContentError`s
+carrying the code, message and `param` that upstream answers with; the route turns them into 400s.
 Python semantics (truthiness, `str()`, `repr()`) are part of the contract: clients
 send odd JSON values and upstream's answers depend on exactly these conversions.
 """
