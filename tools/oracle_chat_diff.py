@@ -29,14 +29,23 @@ and the count of turns whose usage matched exactly is printed.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
 from dataclasses import dataclass, field
 from typing import Any
 
-from oracle_common import KEY, SECURITY_HEADER, Answer, Workbench, exchange, js, mask_agent_value, print_differences
+from oracle_common import (
+    KEY,
+    SECURITY_HEADER,
+    Answer,
+    Workbench,
+    command_line,
+    exchange,
+    js,
+    mask_agent_value,
+    print_differences,
+)
 
 ORACLE_PORT, OURS_PORT = 18860, 18870
 SSE_HEADERS = ("content-type", "cache-control", "x-accel-buffering")
@@ -278,10 +287,7 @@ def run(verbose: bool, keep: bool) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--verbose", action="store_true", help="also list the identical answers")
-    parser.add_argument("--keep", action="store_true", help="keep the temporary homes and logs")
-    args = parser.parse_args()
+    args = command_line(__doc__).parse_args()
     return run(args.verbose, args.keep)
 
 

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import http.client
 import itertools
@@ -39,6 +40,14 @@ Body = bytes | Callable[[], Iterable[bytes]] | None
 
 def js(value: Any) -> bytes:
     return json.dumps(value).encode()
+
+
+def command_line(description: str) -> argparse.ArgumentParser:
+    """The options every comparison takes (a tool may add its own)."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--verbose", action="store_true", help="also list the identical answers")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary homes and logs")
+    return parser
 
 
 # -- transport ------------------------------------------------------------------

@@ -32,7 +32,6 @@ Exit status 0 only when there is no unexpected difference.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sqlite3
@@ -41,7 +40,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from oracle_common import KEY, SECURITY_HEADER, Answer, Workbench, exchange, js, mask_agent_value, print_differences
+from oracle_common import (
+    KEY,
+    SECURITY_HEADER,
+    Answer,
+    Workbench,
+    command_line,
+    exchange,
+    js,
+    mask_agent_value,
+    print_differences,
+)
 
 PORTS = {("oracle", "key"): 19010, ("oracle", "nokey"): 19012, ("ours", "key"): 19020, ("ours", "nokey"): 19021}
 PATH = "/v1/chat/completions"
@@ -284,16 +293,18 @@ def compare(steps: list[Step], homes: dict[str, Path], verbose: bool) -> int:
     return 0 if unexpected == 0 else 1
 
 
-def run(args: argparse.Namespace) -> int:
-    with Workbench("hs-oracle-completions-diff-", args.keep) as bench:
+def run(verbose: bool, keep: bool) -> int:
+    with Workbench("hs-oracle-completions-diff-", keep) as bench:
         for pair in ("key", "nokey"):
             bench.oracle(f"oracle-{pair}", PORTS[("oracle", pair)], no_key=pair == "nokey")
             bench.ours(f"ours-{pair}", PORTS[("ours", pair)], no_key=pair == "nokey")
-        return compare(build_steps(), {side: bench.home(f"{side}-key") for side in ("oracle", "ours")}, args.verbose)
+        return compare(build_steps(), {side: bench.home(f"{side}-key") for side in ("oracle", "ours")}, verbose)
+
+
+def main() -> int:
+    args = command_line(__doc__).parse_args()
+    return run(args.verbose, args.keep)
 
 
 if __name__ == "__main__":
-    cli = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    cli.add_argument("--verbose", action="store_true", help="also list the identical answers")
-    cli.add_argument("--keep", action="store_true", help="keep the temporary homes and logs")
-    sys.exit(run(cli.parse_args()))
+    sys.exit(main())

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 from urllib.parse import quote
 
-from oracle_common import KEY, ORACLE_DIR, ORACLE_PY, SECURITY_HEADER, Workbench, exchange, js
+from oracle_common import KEY, ORACLE_DIR, ORACLE_PY, SECURITY_HEADER, Workbench, command_line, exchange, js
 
 # Three pairs of servers: with the key, without any key, and over a state.db that cannot be opened.
 PORTS = {("oracle", "key"): 18800, ("oracle", "nokey"): 18802, ("oracle", "broken"): 18804,
@@ -611,9 +611,7 @@ def compare(cases: Iterable[Case], verbose: bool) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--verbose", action="store_true", help="also print the identical answers")
-    parser.add_argument("--keep", action="store_true", help="keep the temporary homes and logs")
+    parser = command_line(__doc__)
     parser.add_argument("--seed-extra", metavar="HOME", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.seed_extra:
