@@ -1,9 +1,10 @@
-"""Helpers for the resource-route tests: raw HTTP requests and rows the API cannot create.
+"""Helpers for the API tests: raw HTTP requests, a session to work on, and direct row access.
 
 `raw_request` sends bytes exactly as given (paths unnormalised, bodies chunked or
-announced but never sent). The row writers use plain SQL on the server's state.db,
-as another Hermes process would: the server caches nothing, so the next request
-sees them.
+announced but never sent). `create_session` is the ordinary create every chat, fork and
+stream test starts from. The row writers use plain SQL on the server's state.db, as
+another Hermes process would: the server caches nothing, so the next request sees them;
+the readers show columns the API never does.
 """
 
 from __future__ import annotations
