@@ -23,6 +23,13 @@ import httpx
 KEY = "test-key-0123456789abcdef"
 
 
+def clean_env(**extra: str) -> dict[str, str]:
+    """This environment without anything hermes-server reads (`API_SERVER_*`, `HERMES_*`), plus `extra`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("API_SERVER_", "HERMES_"))}
+    env.update(extra)
+    return env
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -79,8 +86,7 @@ def start_server(home: Path, *extra: str, key: str | None = KEY, env: dict[str, 
     # Beside the home, unless the home is deliberately unusable (below a file, not yet created).
     log_dir = home.parent if home.parent.is_dir() else Path(tempfile.mkdtemp(prefix="hermes-server-log-"))
     log_path = log_dir / f"server-{port}.log"
-    run_env = {k: v for k, v in os.environ.items() if not k.startswith(("API_SERVER_", "HERMES_"))}
-    run_env.update(env or {})
+    run_env = clean_env(**(env or {}))
     log_file = open(log_path, "wb")
     process = subprocess.Popen(args, stdout=log_file, stderr=subprocess.STDOUT, env=run_env)
     deadline = time.monotonic() + wait

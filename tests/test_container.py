@@ -28,7 +28,7 @@ import pytest
 import yaml
 from packaging.requirements import Requirement
 
-from tests.server import free_port
+from tests.server import clean_env, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILE = ROOT / "Dockerfile"
@@ -196,8 +196,7 @@ def test_started_image_passes_its_healthcheck_and_the_compose_client(image: tupl
     compose = yaml.safe_load(COMPOSE.read_text())
     key = re.search(r":-([^}]+)}", compose["x-key"]["API_SERVER_KEY"]).group(1)
     port = str(free_port())
-    host_env = {k: v for k, v in os.environ.items() if not k.startswith(("API_SERVER_", "HERMES_"))}
-    runtime = {**host_env, **built.env, "HERMES_HOME": str(tmp_path / "data"), "API_SERVER_PORT": port,
+    runtime = {**clean_env(), **built.env, "HERMES_HOME": str(tmp_path / "data"), "API_SERVER_PORT": port,
                "API_SERVER_KEY": key}
     command = [str(venv / "bin" / built.entrypoint[0]), *built.entrypoint[1:], *built.cmd]
     # Only the listening address differs from the image: loopback here, every interface there.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -13,15 +12,9 @@ from typing import Iterator
 import httpx
 import pytest
 
-from tests.server import free_port
+from tests.server import clean_env, free_port
 
 GOOD_KEY = "cli-key-0123456789abcdef"
-
-
-def clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("API_SERVER_", "HERMES_"))}
-    env.update(extra)
-    return env
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 30) -> subprocess.CompletedProcess:

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.api.support import raw_request, sql
-from tests.server import KEY, RunningServer, error, free_port, start_server
+from tests.server import KEY, RunningServer, clean_env, error, free_port, start_server
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 ORACLE_PY = Path(os.environ.get("ORACLE_VENV", "/tmp/hermes-oracle-venv")) / "bin" / "python"
@@ -36,10 +36,6 @@ _spec.loader.exec_module(make_fixtures)
 def serve_args(home: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "hermes_server", "serve", "--home", str(home), "--port", str(free_port()),
             "--api-key", KEY, *extra]
-
-
-def clean_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith(("API_SERVER_", "HERMES_"))}
 
 
 def digest(path: Path) -> str:
