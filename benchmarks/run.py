@@ -216,6 +216,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--oracle-venv", type=Path, default=dataset.ORACLE_VENV,
                         help="virtualenv with hermes-agent 0.19.0 (default /tmp/hermes-oracle-venv)")
     parser.add_argument("--doc", type=Path, help="write the report here (full mode default: docs/benchmarks.md)")
+    parser.add_argument("--render", type=Path, metavar="RESULTS_JSON",
+                        help="measure nothing: write the report of a saved run (benchmarks/results/*.json) to --doc")
     args = parser.parse_args(argv)
     if args.sizes is None:
         args.sizes = [1000, 10_000] if args.quick else [1000, 10_000, 100_000]
@@ -228,11 +230,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    results = Bench(args).run()
-    out_dir = REPO / "benchmarks" / "results"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    (out_dir / f"{stamp}.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
+    if args.render:
+        results = json.loads(args.render.read_text(encoding="utf-8"))
+    else:
+        results = Bench(args).run()
+        out_dir = REPO / "benchmarks" / "results"
+        out_dir.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        (out_dir / f"{stamp}.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
     text = report.render(results)
     print(text)
     if args.doc:

@@ -38,6 +38,7 @@ TITLES = st.one_of(st.none(), st.sampled_from(["alpha", "beta", "alpha #2", "gam
 END_REASONS = st.sampled_from(["done", "client_closed", "compression"])
 
 _server: RunningServer | None = None
+TOTALS: Counter[str] = Counter()  # over every example, printed at the end (docs/reliability.md)
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +47,8 @@ def lineage_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running
     home = tmp_path_factory.mktemp("lineage") / "hermes"
     _server = start_server(home, "--compress-after-messages", str(ROTATE_AFTER), "--fixture-api")
     yield _server
+    print(f"\nlineage machine: {TOTALS['examples']} examples, {TOTALS['steps']} checked steps, "
+          f"{TOTALS['rotated']} rotations, {TOTALS['fork 201']} forks, {TOTALS['deleted']} deletes")
     assert integrity(_server.db_path) == "ok"
     assert log_trouble(_server) == []
     _server.stop()
@@ -139,6 +142,7 @@ class Lineage(RuleBasedStateMachine):
         answer = self.client.post(f"/api/sessions/{sid}/fork", json=body)
         assert answer.status_code in (201, 400, 404), answer.text
         event(f"fork {answer.status_code}")
+        TOTALS[f"fork {answer.status_code}"] += 1
         # a 400 (title taken) comes after the child was written, as upstream does
         return child if answer.status_code in (201, 400) else multiple()
 
@@ -151,6 +155,7 @@ class Lineage(RuleBasedStateMachine):
         effective = answer.json()["session_id"]
         self.calls[effective] += 1
         event("chat rotated" if effective != sid else "chat stayed")
+        TOTALS["rotated"] += effective != sid
         return effective if effective != sid else multiple()
 
     @rule(target=sessions, sid=sessions)
@@ -163,11 +168,15 @@ class Lineage(RuleBasedStateMachine):
 
     @rule(sid=sessions)
     def delete(self, sid: str) -> None:
-        assert self.client.delete(f"/api/sessions/{sid}").status_code in (200, 404)
+        status = self.client.delete(f"/api/sessions/{sid}").status_code
+        assert status in (200, 404)
+        TOTALS["deleted"] += status == 200
         self.calls.pop(sid, None)
 
     def teardown(self) -> None:
         event(f"steps: {self.steps // 10 * 10}+")
+        TOTALS["examples"] += 1
+        TOTALS["steps"] += self.steps
 
     @invariant()
     def stored_rows_are_consistent(self) -> None:
