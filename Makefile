@@ -22,8 +22,9 @@ serve: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
+# Full run (about 15 minutes; installs wrk via apt-get when root). Short: make bench BENCH_ARGS=--quick
 bench: $(STAMP)
-	$(BIN)/python -m benchmarks.run
+	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -177,9 +177,10 @@ class Bench:
 
     def run(self) -> dict[str, Any]:
         self.oracle = servers.oracle_available(self.args.oracle_venv) and not self.args.no_upstream
-        if not self.oracle:
-            self.log("bench: upstream comparison skipped (no oracle virtualenv at "
-                     f"{self.args.oracle_venv}; create it with ../shared/oracle/setup.sh)")
+        if not self.oracle and not self.args.no_upstream:
+            self.log(f"bench: upstream comparison skipped (needs the oracle scripts in {servers.ORACLE_DIR}, "
+                     f"or HERMES_ORACLE_DIR, and their virtualenv at {self.args.oracle_venv}: "
+                     "../shared/oracle/setup.sh creates it)")
         self.results["machine"] = machine.describe()
         self.results["options"] = {
             "mode": "quick" if self.args.quick else "full", "sizes": self.args.sizes,

@@ -20,7 +20,8 @@ import httpx
 HERMES_KEY = "bench-key-0123456789abcdef"
 UPSTREAM_KEY = "oracle-test-key-0123456789abcdef"
 REPO = Path(__file__).resolve().parent.parent
-ORACLE_DIR = REPO.parent / "shared" / "oracle"
+# The oracle scripts beside the checkout (../shared/oracle), unless HERMES_ORACLE_DIR names them.
+ORACLE_DIR = Path(os.environ.get("HERMES_ORACLE_DIR") or REPO.parent / "shared" / "oracle")
 
 
 @dataclass
