@@ -61,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="bearer key clients must send (env API_SERVER_KEY); generated and printed when absent")
     serve.add_argument("--no-auth", action="store_true",
                        help="run without any key, as upstream does when none is configured "
-                            "(all routes open; X-Hermes-Session-Key answered 403)")
+                            "(all routes open; X-Hermes-Session-Key answered 403; env HERMES_SERVER_NO_AUTH=1)")
     serve.add_argument("--model-name", default=None,
                        help="advertised model name, the default `model` of new sessions (env API_SERVER_MODEL_NAME; default hermes-agent)")
     serve.add_argument("--cors-origins", default=None,
@@ -188,6 +188,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     home = Path(args.home or _env("HERMES_HOME") or Path.home() / ".hermes").expanduser()
     host = args.host or _env("API_SERVER_HOST", "127.0.0.1")
     port = args.port if args.port is not None else int(_env("API_SERVER_PORT", "8642"))
+    # Resolved once here so `serve` reads the same answer (compose files set it by environment).
+    args.no_auth = _flag(args.no_auth, "HERMES_SERVER_NO_AUTH")
     if args.no_auth:
         key = None
     else:

@@ -180,6 +180,16 @@ def test_no_auth_opens_every_route_and_refuses_session_keys(launch) -> None:
     assert "WARNING" not in server.output()  # loopback: no warning
 
 
+def test_no_auth_from_the_environment(launch) -> None:
+    server = launch(env=clean_env(HERMES_SERVER_NO_AUTH="1"))
+    assert "generated API key" not in server.output()
+    assert server.get("/api/sessions").status_code == 200
+    r = server.get("/api/sessions", method="POST", json={"id": "k"}, headers={"X-Hermes-Session-Key": "abc"})
+    assert r.status_code == 201  # the session-key header is read by the chat routes only
+    r = server.get("/api/sessions/k/chat", method="POST", json={"message": "hi"}, headers={"X-Hermes-Session-Key": "abc"})
+    assert r.status_code == 403
+
+
 NO_BIND = ("import sys, uvicorn; uvicorn.run = lambda *a, **k: None; from hermes_server.cli import main; "
            "sys.exit(main(sys.argv[1:]))")
 
