@@ -73,8 +73,24 @@ class Router:
 
     def resolve(self, method: str, raw_path: str) -> Match:
         segments = path_safe(raw_path).split("/")
+        match = self._match(method, segments)
+        if match.route is None and _profile_prefixed(segments):
+            # Upstream mounts every route again under /p/{profile}; with profile
+            # multiplexing off (always, here) the profile is ignored.
+            match = self._match(method, [""] + segments[3:])
+        return match
+
+    def _match(self, method: str, segments: list[str]) -> Match:
         for route in self._by_length.get(len(segments), ()):
             params = route.match(segments)
             if params is not None:
                 return Match(route, params, route.methods.get(method))
         return Match(None, {}, None)
+
+
+def _profile_prefixed(segments: list[str]) -> bool:
+    """`/p/<one non-empty segment>/<more>`, the segment matching aiohttp's `{profile}`."""
+    return (
+        len(segments) > 3 and segments[1] == "p" and bool(segments[2])
+        and "{" not in segments[2] and "}" not in segments[2]
+    )
