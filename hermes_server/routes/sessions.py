@@ -139,7 +139,10 @@ async def delete_session(request: Request, svc: Services) -> Response:
 
 
 @loop_read
-def _resolved_transcript(conn: Any, session_id: str) -> tuple[str, list[dict[str, Any]]]:
+def _resolved_transcript(conn: Any, session_id: str) -> tuple[str, list[dict[str, Any]]] | None:
+    """The 404 check, the resolution and the rows in one read snapshot; None when absent."""
+    if not sessions.session_exists(conn, session_id):
+        return None
     target = lineage.resolve_messages_target(conn, session_id)
     return target, messages.active_messages(conn, target)
 
@@ -148,8 +151,11 @@ async def list_messages(request: Request, svc: Services) -> Response:
     """GET /api/sessions/{id}/messages: 404 on the exact id, then compression resolution (D2)."""
     check_bearer(request, svc.settings.api_key)
     session_id = request.path_params["session_id"]
-    await existing_session(svc, session_id)
-    target, rows = await svc.db.read(_resolved_transcript, session_id)
+    await svc.db.ensure_open()
+    transcript = await svc.db.read(_resolved_transcript, session_id)
+    if transcript is None:
+        raise session_not_found(session_id)
+    target, rows = transcript
     return HermesJSONResponse({
         "object": "list",
         "session_id": target,
