@@ -1,24 +1,23 @@
 """`hermes-server` command line: `serve` (and the fixture commands that build on it).
 
-Every option has an environment fallback so the same image or Makefile target works
-in docker-compose and CI without flags.
+Every option has an environment fallback (one table, `options.py`) so the same image
+or Makefile target works in docker-compose and CI without flags.
 """
 
 from __future__ import annotations
 
 import argparse
 import ipaddress
-import os
 import signal
 import sys
 from pathlib import Path
 from typing import Sequence
 
 from hermes_server import UPSTREAM_VERSION, __version__
-from hermes_server.agents import AGENT_NAMES
 from hermes_server.config import Settings
 from hermes_server.domain.keys import generate_key, key_problem
-from hermes_server.logs import FORMATS, LEVELS, configure_logging
+from hermes_server.http.logs import configure_logging
+from hermes_server.options import HOME, SERVE_OPTIONS, add_options, env_text, resolve_all
 
 DESCRIPTION = f"""\
 hermes-server: a local, faithful emulator of the Hermes Agent persistent-session API
@@ -26,11 +25,6 @@ hermes-server: a local, faithful emulator of the Hermes Agent persistent-session
 
 Point a connector or client at http://HOST:PORT with `Authorization: Bearer KEY`.
 """
-
-
-def _env(name: str, default: str | None = None) -> str | None:
-    value = os.environ.get(name, "").strip()
-    return value or default
 
 
 def _is_loopback(host: str) -> bool:
@@ -53,30 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the API server",
         description="Run the session API server. Options fall back to the environment variables shown.",
     )
-    serve.add_argument("--home", default=None,
-                       help="HERMES_HOME directory holding state.db (env HERMES_HOME; default ~/.hermes)")
-    serve.add_argument("--host", default=None, help="address to listen on (env API_SERVER_HOST; default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=None, help="port to listen on (env API_SERVER_PORT; default 8642)")
-    serve.add_argument("--api-key", default=None,
-                       help="bearer key clients must send (env API_SERVER_KEY); generated and printed when absent")
-    serve.add_argument("--no-auth", action="store_true",
-                       help="run without any key, as upstream does when none is configured "
-                            "(all routes open; X-Hermes-Session-Key answered 403; env HERMES_SERVER_NO_AUTH=1)")
-    serve.add_argument("--model-name", default=None,
-                       help="advertised model name, the default `model` of new sessions (env API_SERVER_MODEL_NAME; default hermes-agent)")
-    serve.add_argument("--cors-origins", default=None,
-                       help="comma-separated browser origins allowed, or * (env API_SERVER_CORS_ORIGINS; default none: any Origin header is refused with 403)")
-    serve.add_argument("--log-level", default=_env("HERMES_SERVER_LOG_LEVEL", "info"),
-                       choices=LEVELS, help="log verbosity (env HERMES_SERVER_LOG_LEVEL; default info)")
-    serve.add_argument("--log-format", default=_env("HERMES_SERVER_LOG_FORMAT", "text"), choices=FORMATS,
-                       help="text lines, or one JSON object per line for log collectors "
-                            "(env HERMES_SERVER_LOG_FORMAT; default text)")
-    serve.add_argument("--shutdown-grace", type=float, default=_env("HERMES_SERVER_SHUTDOWN_GRACE", "10"),
-                       metavar="SECONDS",
-                       help="on SIGTERM/SIGINT, how long in-flight requests and open chat streams may run on "
-                            "before they are cut (env HERMES_SERVER_SHUTDOWN_GRACE; default 10)")
-    _add_chat_flags(serve)
-    _add_fixture_flags(serve)
+    add_options(serve, SERVE_OPTIONS)
     seed = commands.add_parser(
         "seed",
         help="load a fixture file into a state.db (a server may be running on it)",
@@ -85,8 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "each problem named by its JSON path, and nothing is written.",
     )
     seed.add_argument("file", metavar="FILE", help="fixture file: JSON, or YAML (.yaml/.yml) when PyYAML is installed")
-    seed.add_argument("--home", default=None,
-                      help="HERMES_HOME directory holding state.db (env HERMES_HOME; default ~/.hermes)")
+    add_options(seed, (HOME,))
     seed.add_argument("--replace", action="store_true",
                       help="empty every session table first (same transaction), so state.db holds exactly the fixture")
     health = commands.add_parser(
@@ -101,131 +71,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _add_chat_flags(serve: argparse.ArgumentParser) -> None:
-    """The agent behind POST .../chat and .../chat/stream, the stream keepalive, compression rotation."""
-    chat = serve.add_argument_group("chat")
-    chat.add_argument("--agent", default=_env("HERMES_SERVER_AGENT", "echo"), choices=AGENT_NAMES,
-                      help="who answers chat turns: echo (offline, deterministic), openai (an OpenAI-compatible "
-                           "chat-completions server), script (replies read from --agent-script) "
-                           "(env HERMES_SERVER_AGENT; default echo)")
-    chat.add_argument("--agent-base-url", default=_env("HERMES_SERVER_AGENT_BASE_URL"),
-                      help="openai agent: base URL ending before /chat/completions, e.g. http://127.0.0.1:8080/v1 "
-                           "(env HERMES_SERVER_AGENT_BASE_URL)")
-    chat.add_argument("--agent-model", default=_env("HERMES_SERVER_AGENT_MODEL"),
-                      help="openai agent: model name to request (env HERMES_SERVER_AGENT_MODEL; default --model-name)")
-    chat.add_argument("--agent-api-key", default=_env("HERMES_SERVER_AGENT_API_KEY"),
-                      help="openai agent: bearer key for the backend (env HERMES_SERVER_AGENT_API_KEY; default none)")
-    chat.add_argument("--agent-script", default=_env("HERMES_SERVER_AGENT_SCRIPT"), metavar="FILE",
-                      help="script agent: JSON file of replies, tool runs, delays and failures, re-read every turn "
-                           "(env HERMES_SERVER_AGENT_SCRIPT; format in hermes_server/agents/script.py)")
-    # String defaults pass through `type`, so a bad environment value gets argparse's message.
-    chat.add_argument("--keepalive-seconds", type=float, default=_env("HERMES_SERVER_KEEPALIVE_SECONDS", "30"),
-                      help="chat stream: seconds without an event before a `: keepalive` comment "
-                           "(env HERMES_SERVER_KEEPALIVE_SECONDS; default 30, as upstream)")
-    chat.add_argument("--compress-after-messages", type=int,
-                      default=_env("HERMES_SERVER_COMPRESS_AFTER_MESSAGES"), metavar="N",
-                      help="rotate a session into a compression continuation when a turn would take its active "
-                           "transcript past N messages (env HERMES_SERVER_COMPRESS_AFTER_MESSAGES; default off)")
-
-
-def _flag(value: bool, env: str) -> bool:
-    """A switch given as a flag, or as env 1/true/yes."""
-    return value or (_env(env, "") or "").lower() in ("1", "true", "yes")
-
-
-def _add_fixture_flags(serve: argparse.ArgumentParser) -> None:
-    """Test control (docs/fixtures.md, docs/testing-connectors.md); all off by default."""
-    group = serve.add_argument_group("test control")
-    group.add_argument("--fixture", default=_env("HERMES_SERVER_FIXTURE"), metavar="FILE",
-                       help="merge this fixture file into state.db at start; POST /_fixture/reset returns to it "
-                            "(env HERMES_SERVER_FIXTURE)")
-    group.add_argument("--fixture-api", action="store_true",
-                       help="serve the /_fixture/ control API (reset, seed, faults, request journal, clock), "
-                            "behind the same bearer key (env HERMES_SERVER_FIXTURE_API=1; default off: 404)")
-    group.add_argument("--deterministic", action="store_true",
-                       help="reproducible generated ids (still api_<seconds>_<8 hex>) and a clock that starts at "
-                            "2030-01-01T00:00:00Z and moves 1 ms per reading (env HERMES_SERVER_DETERMINISTIC=1)")
-
-
-def _fixture_settings(args: argparse.Namespace) -> dict[str, object]:
-    return {
-        "fixture_api": _flag(args.fixture_api, "HERMES_SERVER_FIXTURE_API"),
-        "fixture_path": Path(args.fixture).expanduser() if args.fixture else None,
-        "deterministic": _flag(args.deterministic, "HERMES_SERVER_DETERMINISTIC"),
-    }
-
-
-def _fixture_problems(path: Path) -> str | None:
-    """Every problem of a fixture file, one per line, or None when it is valid."""
-    from hermes_server.fixtures import DocumentError, parse_fixture, read_document
-
-    try:
-        parse_fixture(read_document(path), 0.0)
-    except DocumentError as exc:
-        return f"fixture {path} rejected, nothing written:\n" + "\n".join(f"  {p}" for p in exc.problems)
-    return None
-
-
-def _chat_settings(args: argparse.Namespace) -> dict[str, object]:
-    """The chat part of Settings, with the checks argparse cannot make."""
-    if args.keepalive_seconds <= 0:
-        raise SystemExit("hermes-server: --keepalive-seconds must be greater than 0")
-    if args.compress_after_messages is not None and args.compress_after_messages < 1:
-        raise SystemExit("hermes-server: --compress-after-messages must be at least 1")
-    return {
-        "agent": _choice(args.agent, AGENT_NAMES, "HERMES_SERVER_AGENT"),
-        "agent_base_url": args.agent_base_url,
-        "agent_model": args.agent_model,
-        "agent_api_key": args.agent_api_key,
-        "agent_script": Path(args.agent_script).expanduser() if args.agent_script else None,
-        "keepalive_seconds": args.keepalive_seconds,
-        "compress_after_messages": args.compress_after_messages,
-    }
-
-
-def settings_from_args(args: argparse.Namespace) -> Settings:
-    """Resolve flags and environment into Settings; exits with a message on bad values."""
-    home = Path(args.home or _env("HERMES_HOME") or Path.home() / ".hermes").expanduser()
-    host = args.host or _env("API_SERVER_HOST", "127.0.0.1")
-    port = args.port if args.port is not None else int(_env("API_SERVER_PORT", "8642"))
-    # Resolved once here so `serve` reads the same answer (compose files set it by environment).
-    args.no_auth = _flag(args.no_auth, "HERMES_SERVER_NO_AUTH")
-    if args.no_auth:
+def settings_from_args(args: argparse.Namespace) -> tuple[Settings, bool]:
+    """Resolve flags and environment into Settings, and whether --no-auth is on; exits on bad values."""
+    values = resolve_all(args, SERVE_OPTIONS)
+    no_auth = values.pop("no_auth")
+    key = values.pop("api_key")
+    if no_auth:
         key = None
-    else:
-        key = args.api_key if args.api_key is not None else _env("API_SERVER_KEY")
-        if key is not None:
-            problem = key_problem(key)
-            if problem:
-                raise SystemExit(f"hermes-server: refusing to start: {problem}")
-            key = key.strip()
-    origins = args.cors_origins if args.cors_origins is not None else _env("API_SERVER_CORS_ORIGINS", "")
-    return Settings(
-        home=home,
-        host=host,
-        port=port,
-        api_key=key,
-        model_name=args.model_name or _env("API_SERVER_MODEL_NAME", "hermes-agent"),
-        cors_origins=tuple(o.strip() for o in (origins or "").split(",") if o.strip()),
-        log_level=_choice(args.log_level, LEVELS, "HERMES_SERVER_LOG_LEVEL"),
-        log_format=_choice(args.log_format, FORMATS, "HERMES_SERVER_LOG_FORMAT"),
-        shutdown_grace_seconds=_positive(args.shutdown_grace, "--shutdown-grace"),
-        **_chat_settings(args),
-        **_fixture_settings(args),
-    )
-
-
-def _choice(value: str, allowed: Sequence[str], env: str) -> str:
-    """argparse checks flags against `choices` but not env-provided defaults; do it here."""
-    if value not in allowed:
-        raise SystemExit(f"hermes-server: {env}={value!r} is not one of {', '.join(allowed)}")
-    return value
-
-
-def _positive(value: float, flag: str) -> float:
-    if not value > 0:
-        raise SystemExit(f"hermes-server: {flag} must be greater than 0")
-    return value
+    elif key is not None:
+        problem = key_problem(key)
+        if problem:
+            raise SystemExit(f"hermes-server: refusing to start: {problem}")
+        key = key.strip()
+    return Settings(api_key=key, **values), no_auth
 
 
 def _exit_after_shutdown(signum: int, frame: object) -> None:
@@ -238,15 +96,15 @@ def serve(args: argparse.Namespace) -> int:
     from sse_starlette.sse import AppStatus
 
     from hermes_server.app import create_app
+    from hermes_server.domain.errors import SchemaMismatch
     from hermes_server.store.migrate import check_existing
-    from hermes_server.store.errors import SchemaMismatch
 
-    settings = settings_from_args(args)
+    settings, no_auth = settings_from_args(args)
     configure_logging(settings.log_level, settings.log_format)
-    if settings.api_key is None and not args.no_auth:
+    if settings.api_key is None and not no_auth:
         settings = Settings(**{**settings.__dict__, "api_key": generate_key()})
         print(f"hermes-server: generated API key (send as 'Authorization: Bearer <key>'): {settings.api_key}", flush=True)
-    if args.no_auth and not _is_loopback(settings.host):
+    if no_auth and not _is_loopback(settings.host):
         print(f"hermes-server: WARNING: --no-auth on non-loopback address {settings.host}: anyone who can reach it can read and change sessions.", file=sys.stderr, flush=True)
     try:
         check_existing(settings.db_path)
@@ -254,9 +112,11 @@ def serve(args: argparse.Namespace) -> int:
         print(f"hermes-server: {exc}", file=sys.stderr)
         return 2
     if settings.fixture_path is not None:
-        problems = _fixture_problems(settings.fixture_path)
-        if problems:
-            print(f"hermes-server: {problems}", file=sys.stderr)
+        from hermes_server.testing.load import problems_of
+
+        rejected = problems_of(settings.fixture_path)
+        if rejected is not None:
+            print(f"hermes-server: {rejected.report(f'fixture {settings.fixture_path}')}", file=sys.stderr)
             return 2
     if settings.fixture_api and settings.api_key is None and not _is_loopback(settings.host):
         print(f"hermes-server: WARNING: --fixture-api without a key on {settings.host}: anyone who can reach it can reset the database.", file=sys.stderr, flush=True)
@@ -300,22 +160,19 @@ def seed(args: argparse.Namespace) -> int:
     import asyncio
     import time
 
-    from hermes_server.fixtures import DocumentError, parse_fixture, read_document
-    from hermes_server.fixtures.load import seed_database
-    from hermes_server.store.errors import DatabaseUnavailable, SchemaMismatch
+    from hermes_server.domain.errors import DatabaseUnavailable, DocumentError, SchemaMismatch
     from hermes_server.store.migrate import check_existing
+    from hermes_server.testing.load import read_document, seed_database
+    from hermes_server.testing.model import parse_fixture
 
-    home = Path(args.home or _env("HERMES_HOME") or Path.home() / ".hermes").expanduser()
-    db_path = Settings(home=home).db_path
+    db_path = Settings(home=HOME.resolve(args.home)).db_path
     path = Path(args.file).expanduser()
     try:
         check_existing(db_path)
         fixture = parse_fixture(read_document(path), time.time())
         result = asyncio.run(seed_database(db_path, fixture, replace=args.replace))
     except DocumentError as exc:
-        print(f"hermes-server: fixture {path} rejected, nothing written:", file=sys.stderr)
-        for problem in exc.problems:
-            print(f"  {problem}", file=sys.stderr)
+        print(f"hermes-server: {exc.report(f'fixture {path}')}", file=sys.stderr)
         return 1
     except (SchemaMismatch, DatabaseUnavailable) as exc:
         print(f"hermes-server: {exc}", file=sys.stderr)
@@ -329,12 +186,12 @@ def healthcheck_url(url: str | None) -> str:
     """Where `healthcheck` probes: --url, else this container's own API_SERVER_HOST/PORT."""
     if url:
         return url.rstrip("/") + "/health"
-    host = _env("API_SERVER_HOST", "127.0.0.1")
+    host = env_text("API_SERVER_HOST") or "127.0.0.1"
     if host in ("0.0.0.0", "::", ""):
         host = "127.0.0.1"
     if ":" in host:
         host = f"[{host}]"
-    return f"http://{host}:{_env('API_SERVER_PORT', '8642')}/health"
+    return f"http://{host}:{env_text('API_SERVER_PORT') or '8642'}/health"
 
 
 def healthcheck(args: argparse.Namespace) -> int:

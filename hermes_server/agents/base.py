@@ -2,7 +2,7 @@
 
 An agent turns (session id, history, user message, ephemeral instruction) into a
 stream of events and one final `TurnResult`. It never touches the database: what
-a turn leaves in state.db is decided in one place (`agents/runner.py` with
+a turn leaves in state.db is decided in one place (`chat/turn.py` with
 `store/turns.py`), so every agent leaves the same traces and the same
 persistence guarantees hold whichever agent is configured.
 """
@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Literal, Protocol
 
 from hermes_server.domain.content import UserMessage
+from hermes_server.domain.usage import Usage
 
 # The system prompt a turn starts from. It is what the session row's
 # `system_prompt` is overwritten with when a turn starts on an empty history
@@ -65,26 +66,6 @@ class Progress:
     as upstream streams its agent's reasoning)."""
 
     text: str
-
-
-@dataclass(frozen=True)
-class Usage:
-    """Token counts summed over the turn's model calls."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-    reasoning_tokens: int = 0
-    api_calls: int = 1
-
-    def public(self) -> dict[str, int]:
-        """The `usage` object of the chat response and `run.completed`."""
-        return {
-            "input_tokens": self.input_tokens,
-            "output_tokens": self.output_tokens,
-            "total_tokens": self.input_tokens + self.output_tokens,
-        }
 
 
 @dataclass(frozen=True)

@@ -26,9 +26,9 @@ from hermes_server.agents.base import (
     Progress,
     TurnRequest,
     TurnResult,
-    Usage,
     assistant_message,
 )
+from hermes_server.domain.usage import Usage
 
 MAX_ERROR_BODY = 2_000
 _TIMEOUT = httpx.Timeout(300.0, connect=10.0)

@@ -41,11 +41,11 @@ from hermes_server.agents.base import (
     ToolEvent,
     TurnRequest,
     TurnResult,
-    Usage,
     assistant_message,
     estimated_usage,
     word_deltas,
 )
+from hermes_server.domain.usage import Usage
 from hermes_server.domain.content import message_text
 
 _STEP_KINDS = ("delta", "sleep", "reasoning", "tool", "fail")

@@ -7,6 +7,7 @@ path-safety and length rules, fork only upstream's lax checks (the seed says so)
 
 from __future__ import annotations
 
+import random
 import re
 import unicodedata
 import uuid
@@ -23,6 +24,40 @@ def generate_session_id(now: float, hex8: Callable[[], str] | None = None) -> st
     """Upstream's generated id form: `api_<int seconds>_<first 8 hex of a uuid4>`."""
     suffix = hex8() if hex8 else uuid.uuid4().hex[:8]
     return f"api_{int(now)}_{suffix}"
+
+
+# Seed of the id generator in deterministic mode.
+ID_SEED = 0
+
+
+class IdSource:
+    """Where generated ids get their random part: uuid4 as upstream, or a seeded generator.
+
+    With `serve --deterministic` the same request sequence gives the same ids; the
+    seeded generator restarts when the fixture control API resets the server.
+    """
+
+    def __init__(self, deterministic: bool = False) -> None:
+        self.deterministic = deterministic
+        self._rng: random.Random | None = None
+        self.restart()
+
+    def restart(self) -> None:
+        self._rng = random.Random(ID_SEED) if self.deterministic else None
+
+    def _hex8(self) -> str:
+        assert self._rng is not None
+        return f"{self._rng.getrandbits(32):08x}"
+
+    def session_id(self, now: float) -> str:
+        """A generated id in upstream's `api_<seconds>_<8 hex>` form."""
+        return generate_session_id(now, self._hex8 if self._rng is not None else None)
+
+    def continuation_suffix(self) -> Callable[[], str] | None:
+        """Where a compression continuation id gets its 6 hex: the seeded source, else None (random)."""
+        if self._rng is None:
+            return None
+        return lambda: self._hex8()[:6]
 
 
 def requested_id(body: dict[str, Any]) -> str | None:

@@ -1,17 +1,30 @@
-"""ApiError and the single place that turns it into upstream's error envelope.
+"""ApiError, and the one table that turns every error type into upstream's envelope.
 
-Handlers raise; nothing else formats an error body. Three shapes exist upstream:
-the standard envelope `{"error": {message, type, param, code}}`, the 401 without
-`param`, and the two-field session-key errors without `param` and `code`.
+Handlers and the layers below them raise; nothing else formats an error body. Three
+shapes exist upstream: the standard envelope `{"error": {message, type, param, code}}`,
+the 401 without `param`, and the two-field session-key errors without `param` and
+`code`. An exception is looked up by its class's MRO in an `ErrorMap` (as Starlette
+looks up exception handlers), so a subclass gets its own answer or its parent's.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Mapping
 
 from starlette.responses import Response
 
+from hermes_server.domain.content import ContentError
+from hermes_server.domain.errors import (
+    AgentFailed,
+    CompletionFailed,
+    DatabaseUnavailable,
+    DocumentError,
+    SessionExists,
+    TitleConflict,
+)
+from hermes_server.domain.openai_messages import MessagesError
 from hermes_server.domain.redact import redact
+from hermes_server.domain.titles import TitleTooLong
 from hermes_server.http.responses import HermesJSONResponse
 
 INVALID_REQUEST = "invalid_request_error"
@@ -108,20 +121,48 @@ def server_error(message: str = "Internal server error") -> ApiError:
     return ApiError(500, message, None, None, type_="server_error")
 
 
-def error_response(exc: Exception) -> Response | None:
-    """Map an exception to upstream's answer, or None when it is a genuine bug.
+def _messages_error(exc: MessagesError) -> ApiError:
+    if exc.bare:  # upstream's two-field envelope for the messages array and the session-id header
+        return ApiError(400, exc.message, shape="two_field")
+    return ApiError(400, exc.message, exc.code, exc.param)
 
-    The one place where storage and domain outcomes become HTTP.
+
+Handler = Callable[[Any], Response]
+
+
+class ErrorMap:
+    """Exception type → the response it gets, looked up along the exception's MRO.
+
+    A dialect (another product's API served beside Hermes') brings its own map for
+    its own envelope; the pipeline renders with the map of the route that raised.
     """
-    from hermes_server.domain.titles import TitleTooLong
-    from hermes_server.store.errors import DatabaseUnavailable, SessionExists, TitleConflict
 
-    if isinstance(exc, ApiError):
-        return exc.response()
-    if isinstance(exc, DatabaseUnavailable):
-        return db_unavailable().response()
-    if isinstance(exc, SessionExists):
-        return session_exists(exc.session_id).response()
-    if isinstance(exc, (TitleConflict, TitleTooLong)):
-        return invalid_title(str(exc)).response()
-    return None
+    def __init__(self, handlers: Mapping[type[BaseException], Handler]) -> None:
+        self.handlers = dict(handlers)
+
+    def render(self, exc: BaseException) -> Response | None:
+        """The answer for `exc`, or None when no handler knows it (a genuine bug)."""
+        for cls in type(exc).__mro__:
+            handler = self.handlers.get(cls)
+            if handler is not None:
+                return handler(exc)
+        return None
+
+
+def _api(build: Callable[[Any], ApiError]) -> Handler:
+    return lambda exc: build(exc).response()
+
+
+# Every error the Hermes routes can raise, and upstream's answer to it.
+HERMES_ERRORS = ErrorMap({
+    ApiError: _api(lambda exc: exc),
+    DatabaseUnavailable: _api(lambda exc: db_unavailable()),
+    SessionExists: _api(lambda exc: session_exists(exc.session_id)),
+    TitleConflict: _api(lambda exc: invalid_title(str(exc))),
+    TitleTooLong: _api(lambda exc: invalid_title(str(exc))),
+    ContentError: _api(lambda exc: ApiError(400, exc.message, exc.code, exc.param)),
+    MessagesError: _api(_messages_error),
+    DocumentError: _api(lambda exc: ApiError(400, str(exc), exc.code, exc.path)),
+    AgentFailed: _api(lambda exc: server_error(str(exc.cause) or "Internal server error")),
+    CompletionFailed: _api(lambda exc: ApiError(500, f"Internal server error: {exc.cause}", type_="server_error")),
+})

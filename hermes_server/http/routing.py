@@ -1,21 +1,41 @@
-"""A small router that matches on the raw path, so `%2F` stays inside one id segment.
+"""Routes, what each method promises, and a router that matches on the raw path.
 
 aiohttp matches `{session_id}` against one raw path segment and then percent-decodes
 it: `/api/sessions/a%2Fb` addresses the id `a/b`. ASGI servers hand Starlette an
 already-decoded path, where that distinction is lost, hence this module.
+
+Each method of a route carries an `Operation`: the only description of the API, from
+which /openapi.json and /v1/capabilities are generated.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Mapping
 
 from hermes_server.http.paths import path_safe, segment_value
 
-if TYPE_CHECKING:
-    from hermes_server.openapi import Operation
-
 Endpoint = Callable[..., Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Operation:
+    """What clients may rely on for one method of one route.
+
+    `capability` is the operation's name under `/v1/capabilities` `endpoints` (upstream's
+    names; None for paths upstream does not advertise). `features` are the capability
+    flags that serving this operation makes true. `responses` maps each status the
+    handler can answer to a response name of the OpenAPI document.
+    """
+
+    summary: str
+    responses: Mapping[int, str]
+    capability: str | None = None
+    features: tuple[str, ...] = ()
+    auth: bool = True
+    body: str | None = None
+    query: tuple[str, ...] = ()
+    headers: tuple[str, ...] = ()
 
 
 @dataclass
@@ -23,16 +43,20 @@ class Route:
     """One path template and the endpoint for each method it accepts.
 
     `docs` describes each method for /openapi.json and /v1/capabilities; every
-    method in `methods` needs one (tests/api/test_openapi.py checks).
+    method in `methods` needs one (a test checks).
     """
 
     name: str
     template: str
     methods: dict[str, Endpoint] = field(default_factory=dict)
-    docs: dict[str, "Operation"] = field(default_factory=dict)
+    docs: dict[str, Operation] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.parts = self.template.split("/")
+
+    def with_methods(self, methods: dict[str, Endpoint]) -> Route:
+        """The same route with other endpoints (a layer wrapping every handler once, at build time)."""
+        return Route(self.name, self.template, methods, self.docs)
 
     def match(self, segments: list[str]) -> dict[str, str] | None:
         if len(segments) != len(self.parts):

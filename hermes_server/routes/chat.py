@@ -1,73 +1,51 @@
 """POST /api/sessions/{id}/chat and /chat/stream: one agent turn, answered as JSON or as SSE.
 
-Both routes validate identically (spec §4.8.2): session-key header, then 503/404 on
-the exact path id, then the JSON body, the user message and the system
-instruction. The turn itself runs in a task owned by `Services`, never by the
-response, so a client that goes away does not stop or undo it.
+Both routes validate identically: session-key header, then 503/404 on the exact
+path id, then the JSON body, the user message and the system instruction. The turn
+itself runs in a task the server owns, never the response, so a client that goes
+away does not stop or undo it.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
 import logging
 import uuid
-from typing import Any, AsyncIterator
+from typing import Any
 
-from sse_starlette.sse import EventSourceResponse
 from starlette.requests import Request
 from starlette.responses import Response
 
 from hermes_server.agents.base import AgentEvent, Delta, Progress, ToolEvent
-from hermes_server.agents.runner import ChatTurn, TurnOutcome, run_turn
-from hermes_server.domain.content import ContentError, extract_user_message, system_instruction
+from hermes_server.chat.turn import ChatTurn, answer, run_turn
+from hermes_server.context import AppContext
+from hermes_server.domain.content import extract_user_message, system_instruction
 from hermes_server.domain.redact import redact
-from hermes_server.domain.titles import scrub_surrogates
-from hermes_server.faults import cut_stream
 from hermes_server.http.auth import check_bearer, session_key
 from hermes_server.http.body import read_json_object
-from hermes_server.http.errors import ApiError, server_error
 from hermes_server.http.responses import HermesJSONResponse
-from hermes_server.routes.sessions import existing_session
-from hermes_server.services import Services
+from hermes_server.http.routing import Operation, Route
+from hermes_server.http.sse import EventQueue, event_frame, sse_response
+from hermes_server.openapi.schemas import BODY_ERRORS, SESSION_ERRORS
+from hermes_server.routes.common import CHAT_HEADER_FEATURES, existing_session, identity_headers
 
 log = logging.getLogger("hermes_server.chat")
 
-KEEPALIVE_FRAME = b": keepalive\n\n"
-
-
-async def validated_turn(request: Request, svc: Services) -> ChatTurn:
+async def validated_turn(request: Request, ctx: AppContext) -> ChatTurn:
     """Everything both chat routes check before a turn starts, in upstream's order."""
-    check_bearer(request, svc.settings.api_key)
-    key = session_key(request, svc.settings.api_key)
+    check_bearer(request, ctx.settings.api_key)
+    key = session_key(request, ctx.settings.api_key)
     session_id = request.path_params["session_id"]
-    await existing_session(svc, session_id)
-    body = await read_json_object(request, svc.settings.max_request_bytes)
-    try:
-        message = extract_user_message(body)
-        system = system_instruction(body)
-    except ContentError as exc:
-        raise ApiError(400, exc.message, exc.code, exc.param) from None
-    return ChatTurn(session_id, message, system, key)
+    await existing_session(ctx, session_id)
+    body = await read_json_object(request, ctx.settings.max_request_bytes)
+    message = extract_user_message(body)
+    system = system_instruction(body)
+    return ChatTurn(session_id, message, system, key, origin=request.scope)
 
 
-def identity_headers(session_id: str, key: str | None) -> dict[str, str]:
-    """`X-Hermes-Session-Id`, plus the echoed `X-Hermes-Session-Key` when one was sent."""
-    headers = {"X-Hermes-Session-Id": session_id}
-    if key:
-        headers["X-Hermes-Session-Key"] = key
-    return headers
-
-
-async def session_chat(request: Request, svc: Services) -> Response:
+async def session_chat(request: Request, ctx: AppContext) -> Response:
     """POST /api/sessions/{id}/chat: run the turn, answer with its final text and usage."""
-    turn = await validated_turn(request, svc)
-    task = svc.spawn(run_turn(svc, turn))
-    try:
-        outcome: TurnOutcome = await asyncio.shield(task)
-    except Exception as exc:  # noqa: BLE001 - D5: any agent failure is a 500 envelope
-        log.warning("session %r: the agent failed (%s)", turn.session_id, type(exc).__name__)
-        raise server_error(str(exc) or "Internal server error") from None
+    turn = await validated_turn(request, ctx)
+    outcome = await answer(ctx, turn)
     return HermesJSONResponse(
         {
             "object": "hermes.session.chat.completion",
@@ -79,32 +57,30 @@ async def session_chat(request: Request, svc: Services) -> Response:
     )
 
 
-class EventStream:
-    """The events of one streamed turn, framed when they are created, queued for the response.
+class SessionEvents:
+    """The events of one streamed session turn, framed when they are created.
 
     Each payload gets, after its own fields, the path `session_id` (unless it has
     one), `run_id`, `seq` (1, 2, … in creation order) and `ts`. Once the client is
     gone, events are still numbered but no longer queued.
     """
 
-    def __init__(self, svc: Services, session_id: str) -> None:
-        self.svc = svc
+    def __init__(self, ctx: AppContext, session_id: str) -> None:
+        self.ctx = ctx
         self.session_id = session_id
         self.run_id = f"run_{uuid.uuid4().hex}"
         self.message_id = f"msg_{uuid.uuid4().hex}"
         self.seq = 0
-        self.listening = True
-        self.queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self.queue = EventQueue()
 
     def emit(self, name: str, payload: dict[str, Any]) -> None:
         self.seq += 1
         payload.setdefault("session_id", self.session_id)
         payload.setdefault("run_id", self.run_id)
         payload.setdefault("seq", self.seq)
-        payload.setdefault("ts", self.svc.now())
-        if self.listening:
-            text = f"event: {name}\ndata: {json.dumps(payload, ensure_ascii=False)}\n\n"
-            self.queue.put_nowait(scrub_surrogates(text).encode("utf-8"))
+        payload.setdefault("ts", self.ctx.now())
+        if self.queue.listening:
+            self.queue.put(event_frame(name, payload))
 
     def agent_event(self, event: AgentEvent) -> None:
         """Map an agent event to its SSE event; empty deltas are dropped, as upstream does."""
@@ -124,34 +100,11 @@ class EventStream:
                 "message_id": self.message_id, "tool_name": "_thinking", "delta": event.text or "",
             })
 
-    def close(self) -> None:
-        if self.listening:
-            self.queue.put_nowait(None)
 
-    async def frames(self, keepalive_seconds: float) -> AsyncIterator[bytes]:
-        """Queued frames until the end, with `: keepalive` after each idle interval.
-
-        The idle timer restarts after every event and every keepalive (upstream's
-        rule), which sse-starlette's fixed-period ping cannot express.
-        """
-        try:
-            while True:
-                try:
-                    frame = await asyncio.wait_for(self.queue.get(), keepalive_seconds)
-                except TimeoutError:
-                    yield KEEPALIVE_FRAME
-                    continue
-                if frame is None:
-                    return
-                yield frame
-        finally:
-            self.listening = False
-
-
-async def _stream_turn(svc: Services, turn: ChatTurn, events: EventStream) -> None:
+async def _stream_turn(ctx: AppContext, turn: ChatTurn, events: SessionEvents) -> None:
     """Run the turn, then queue its completion (or `error`) and always `done`."""
     try:
-        outcome = await run_turn(svc, turn, events.agent_event)
+        outcome = await run_turn(ctx, turn, events.agent_event)
     except Exception as exc:  # noqa: BLE001 - reported to the client as an `error` event
         log.warning("session %r: the agent failed (%s)", turn.session_id, type(exc).__name__)
         events.emit("error", {"message": redact(str(exc))})
@@ -173,23 +126,35 @@ async def _stream_turn(svc: Services, turn: ChatTurn, events: EventStream) -> No
         })
     finally:
         events.emit("done", {})
-        events.close()
+        events.queue.close()
 
 
-def sse_headers(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
-    """Upstream's stream headers, exactly: no charset, no Connection, no security headers."""
-    fixed = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache", "X-Accel-Buffering": "no", **headers}
-    return [(k.lower().encode("latin-1"), v.encode("utf-8", "surrogateescape")) for k, v in fixed.items()]
-
-
-async def session_chat_stream(request: Request, svc: Services) -> Response:
+async def session_chat_stream(request: Request, ctx: AppContext) -> Response:
     """POST /api/sessions/{id}/chat/stream: the turn as server-sent events."""
-    turn = await validated_turn(request, svc)
-    events = EventStream(svc, turn.session_id)
+    turn = await validated_turn(request, ctx)
+    events = SessionEvents(ctx, turn.session_id)
     events.emit("run.started", {"user_message": {"role": "user", "content": turn.user_message}})
     events.emit("message.started", {"message": {"id": events.message_id, "role": "assistant"}})
-    svc.spawn(_stream_turn(svc, turn, events))
-    # `cut_stream` lets an injected fault drop the connection after N events (faults.py).
-    response = EventSourceResponse(cut_stream(svc, events.frames(svc.settings.keepalive_seconds)), ping=0)
-    response.raw_headers = sse_headers(identity_headers(turn.session_id, turn.session_key))
-    return response
+    ctx.turns.spawn(_stream_turn(ctx, turn, events))
+    # Test control may cut the stream after N events (a fault's hook; nothing by default).
+    frames = ctx.hooks.stream(request.scope, events.queue.frames(ctx.settings.keepalive_seconds))
+    return sse_response(frames, identity_headers(turn.session_id, turn.session_key))
+
+
+def routes() -> list[Route]:
+    """The two session chat routes and what they promise."""
+    return [
+        Route("session_chat", "/api/sessions/{session_id}/chat", {"POST": session_chat}, {
+            "POST": Operation("Run one agent turn on the session",
+                              {200: "ChatCompletion", 403: "Forbidden", 500: "ServerError",
+                               **BODY_ERRORS, **SESSION_ERRORS},
+                              "session_chat", ("session_chat", *CHAT_HEADER_FEATURES), body="ChatRequest",
+                              headers=("X-Hermes-Session-Key",)),
+        }),
+        Route("session_chat_stream", "/api/sessions/{session_id}/chat/stream", {"POST": session_chat_stream}, {
+            "POST": Operation("Run one agent turn on the session, streamed as server-sent events",
+                              {200: "ChatStream", 403: "Forbidden", **BODY_ERRORS, **SESSION_ERRORS},
+                              "session_chat_stream", ("session_chat_streaming", *CHAT_HEADER_FEATURES),
+                              body="ChatRequest", headers=("X-Hermes-Session-Key",)),
+        }),
+    ]

@@ -11,19 +11,21 @@ import os
 import shutil
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from starlette.requests import Request
 from starlette.responses import Response
 
 from hermes_server import UPSTREAM_VERSION
 from hermes_server.domain import readiness
+from hermes_server.context import AppContext
+from hermes_server.domain.errors import DatabaseUnavailable, SchemaMismatch
 from hermes_server.http.auth import check_bearer
 from hermes_server.http.responses import HermesJSONResponse
-from hermes_server.openapi import build_document, operations
-from hermes_server.services import Services
+from hermes_server.http.routing import Operation, Route
+from hermes_server.openapi.document import build_document, operations
+from hermes_server.openapi.schemas import AUTH_ERRORS
 from hermes_server.store import health as store_health
-from hermes_server.store.errors import DatabaseUnavailable, SchemaMismatch
 
 PLATFORM = "hermes-agent"
 
@@ -74,17 +76,17 @@ RUNTIME = {
 }
 
 
-async def health(request: Request, svc: Services) -> Response:
+async def health(request: Request, ctx: AppContext) -> Response:
     """GET /health and /v1/health: unauthenticated liveness, shaped like upstream."""
     return HermesJSONResponse({"status": "ok", "platform": PLATFORM, "version": UPSTREAM_VERSION})
 
 
-async def _state_db_check(svc: Services) -> dict[str, Any]:
+async def _state_db_check(ctx: AppContext) -> dict[str, Any]:
     """Read the schema through the reader pool; a missing state.db is not created by a probe."""
-    if not svc.db.is_open and not svc.settings.db_path.exists():
+    if not ctx.db.is_open and not ctx.settings.db_path.exists():
         return readiness.check(readiness.OK, "not initialized")
     try:
-        await svc.db.read(store_health.ping)
+        await ctx.db.read(store_health.ping)
     except (DatabaseUnavailable, SchemaMismatch, sqlite3.Error) as exc:
         # Only the class name: never paths or messages, which may carry secrets.
         return readiness.check(readiness.DEGRADED, type(exc).__name__)
@@ -103,21 +105,20 @@ def _disk_check(home: Path) -> dict[str, Any]:
     return readiness.disk_check(usage.total, usage.used, usage.free)
 
 
-async def health_detailed(request: Request, svc: Services) -> Response:
+async def health_detailed(request: Request, ctx: AppContext) -> Response:
     """GET /health/detailed: upstream's readiness report, describing this process."""
-    check_bearer(request, svc.settings.api_key)
-    app = request.app
+    check_bearer(request, ctx.settings.api_key)
     state = "running"
     platforms = {"api_server": {
-        "state": "connected", "error_code": None, "error_message": None, "updated_at": app.started_at,
+        "state": "connected", "error_code": None, "error_message": None, "updated_at": ctx.started_at,
     }}
     # Chat turns still running, including those whose client has gone (they finish anyway).
-    active = len(svc.turns)
+    active = len(ctx.turns)
     checks = {
-        "state_db": await _state_db_check(svc),
+        "state_db": await _state_db_check(ctx),
         "config": readiness.check(readiness.OK),
-        "model": readiness.check(readiness.OK if svc.settings.model_name.strip() else readiness.DEGRADED),
-        "disk": _disk_check(svc.settings.home),
+        "model": readiness.check(readiness.OK if ctx.settings.model_name.strip() else readiness.DEGRADED),
+        "disk": _disk_check(ctx.settings.home),
         "gateway": readiness.gateway_check(state, platforms),
         # hermes-server has no run queue, process completions or delegations.
         "background_queues": readiness.check(
@@ -135,17 +136,17 @@ async def health_detailed(request: Request, svc: Services) -> Response:
         "gateway_busy": readiness.gateway_busy(state, active),
         "gateway_drainable": readiness.gateway_drainable(state),
         "exit_reason": None,
-        "updated_at": app.started_at,
+        "updated_at": ctx.started_at,
         "pid": os.getpid(),
     })
 
 
-async def models(request: Request, svc: Services) -> Response:
+async def models(request: Request, ctx: AppContext) -> Response:
     """GET /v1/models: the one advertised model (hermes-server has no model-route aliases)."""
-    check_bearer(request, svc.settings.api_key)
-    name = svc.settings.model_name
+    check_bearer(request, ctx.settings.api_key)
+    name = ctx.settings.model_name
     return HermesJSONResponse({"object": "list", "data": [{
-        "id": name, "object": "model", "created": int(svc.now()), "owned_by": "hermes",
+        "id": name, "object": "model", "created": int(ctx.now()), "owned_by": "hermes",
         "permission": [], "root": name, "parent": None,
     }]})
 
@@ -154,7 +155,7 @@ def _rank(name: str) -> tuple[int, str]:
     return (ENDPOINT_ORDER.index(name) if name in ENDPOINT_ORDER else len(ENDPOINT_ORDER), name)
 
 
-def capabilities_body(routes: Any, *, model: str, key_required: bool, cors: bool) -> dict[str, Any]:
+def capabilities_body(routes: Iterable[Route], *, model: str, key_required: bool, cors: bool) -> dict[str, Any]:
     """Upstream's capabilities object, with features and endpoints derived from `routes`."""
     served = list(operations(routes))
     provided = {feature for _, _, op in served for feature in op.features}
@@ -173,16 +174,35 @@ def capabilities_body(routes: Any, *, model: str, key_required: bool, cors: bool
     }
 
 
-async def capabilities(request: Request, svc: Services) -> Response:
+async def capabilities(request: Request, ctx: AppContext) -> Response:
     """GET /v1/capabilities: what this instance serves, in upstream's shape."""
-    check_bearer(request, svc.settings.api_key)
-    settings = svc.settings
+    check_bearer(request, ctx.settings.api_key)
+    settings = ctx.settings
     return HermesJSONResponse(capabilities_body(
-        request.app.router.routes, model=settings.model_name,
+        ctx.routes, model=settings.model_name,
         key_required=bool(settings.api_key), cors=bool(settings.cors_origins),
     ))
 
 
-async def openapi(request: Request, svc: Services) -> Response:
+async def openapi(request: Request, ctx: AppContext) -> Response:
     """GET /openapi.json: the OpenAPI 3.1 document of the routes served (no key needed)."""
-    return HermesJSONResponse(build_document(request.app.router.routes))
+    return HermesJSONResponse(build_document(ctx.routes))
+
+
+def routes() -> list[Route]:
+    """Liveness, readiness and discovery: what clients probe before the session routes."""
+    return [
+        Route("health", "/health", {"GET": health}, {
+            "GET": Operation("Liveness", {200: "Health"}, "health", auth=False)}),
+        Route("v1_health", "/v1/health", {"GET": health}, {
+            "GET": Operation("Liveness (alias of /health)", {200: "Health"}, auth=False)}),
+        Route("health_detailed", "/health/detailed", {"GET": health_detailed}, {
+            "GET": Operation("Readiness checks and runtime counters",
+                             {200: "HealthDetailed", **AUTH_ERRORS}, "health_detailed")}),
+        Route("models", "/v1/models", {"GET": models}, {
+            "GET": Operation("The advertised model", {200: "ModelList", **AUTH_ERRORS}, "models")}),
+        Route("capabilities", "/v1/capabilities", {"GET": capabilities}, {
+            "GET": Operation("What this server serves", {200: "Capabilities", **AUTH_ERRORS})}),
+        Route("openapi", "/openapi.json", {"GET": openapi}, {
+            "GET": Operation("This OpenAPI document", {200: "OpenAPIDocument"}, auth=False)}),
+    ]

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import parse_qsl
 
 from starlette.requests import Request
 from starlette.responses import Response
 
+from hermes_server.context import AppContext
 from hermes_server.domain.ids import create_id_error, fork_id_error, requested_id
 from hermes_server.domain.params import ListQuery
 from hermes_server.domain.projection import message_projection, session_projection
 from hermes_server.domain.titles import has_lone_surrogate, sanitize_title
-from hermes_server.faults import fork_step_done
 from hermes_server.http.auth import check_bearer
 from hermes_server.http.body import read_json_object
 from hermes_server.http.errors import (
@@ -23,23 +22,16 @@ from hermes_server.http.errors import (
     session_not_found,
 )
 from hermes_server.http.responses import HermesJSONResponse
-from hermes_server.services import Services
-from hermes_server.store import lineage, listing, messages, sessions
-from hermes_server.store.db import loop_read
+from hermes_server.http.routing import Operation, Route
+from hermes_server.openapi.schemas import BODY_ERRORS, SESSION_ERRORS, STORE_ERRORS
+from hermes_server.routes.common import existing_session, first_query_values
+from hermes_server.store import listing, messages, sessions
 
 PATCHABLE_FIELDS = {"title", "end_reason"}
 
 
 def _session_body(row: dict[str, Any], status: int = 200) -> Response:
     return HermesJSONResponse({"object": "hermes.session", "session": session_projection(row)}, status)
-
-
-def _first_query_values(request: Request) -> dict[str, str]:
-    first: dict[str, str] = {}
-    query = request.scope.get("query_string", b"").decode("utf-8", "replace")
-    for key, value in parse_qsl(query, keep_blank_values=True):
-        first.setdefault(key, value)
-    return first
 
 
 def storable_text(value: str, field: str) -> str:
@@ -49,21 +41,12 @@ def storable_text(value: str, field: str) -> str:
     return value
 
 
-async def existing_session(svc: Services, session_id: str) -> dict[str, Any]:
-    """The exact row for a path id: 503 when storage is down, else 404 when absent."""
-    await svc.db.ensure_open()
-    row = await svc.db.read(sessions.get_session, session_id)
-    if row is None:
-        raise session_not_found(session_id)
-    return row
-
-
-async def list_sessions(request: Request, svc: Services) -> Response:
+async def list_sessions(request: Request, ctx: AppContext) -> Response:
     """GET /api/sessions."""
-    check_bearer(request, svc.settings.api_key)
-    await svc.db.ensure_open()
-    query = ListQuery.parse(_first_query_values(request))
-    rows = await svc.db.read(listing.list_sessions, query)
+    check_bearer(request, ctx.settings.api_key)
+    await ctx.db.ensure_open()
+    query = ListQuery.parse(first_query_values(request))
+    rows = await ctx.db.read(listing.list_sessions, query)
     return HermesJSONResponse({
         "object": "list",
         "data": [session_projection(row) for row in rows],
@@ -73,46 +56,46 @@ async def list_sessions(request: Request, svc: Services) -> Response:
     })
 
 
-async def create_session(request: Request, svc: Services) -> Response:
+async def create_session(request: Request, ctx: AppContext) -> Response:
     """POST /api/sessions: JSON is parsed before the 503, as upstream does."""
-    check_bearer(request, svc.settings.api_key)
-    body = await read_json_object(request, svc.settings.max_request_bytes)
-    await svc.db.ensure_open()
+    check_bearer(request, ctx.settings.api_key)
+    body = await read_json_object(request, ctx.settings.max_request_bytes)
+    await ctx.db.ensure_open()
     chosen = requested_id(body)
-    session_id = chosen if chosen is not None else svc.new_session_id()
+    session_id = chosen if chosen is not None else ctx.ids.session_id(ctx.now())
     problem = create_id_error(session_id)
     if problem:
         raise invalid_session_id(problem)
-    model = body.get("model") or svc.settings.model_name
+    model = body.get("model") or ctx.settings.model_name
     system_prompt = body.get("system_prompt")
     if system_prompt is not None and not isinstance(system_prompt, str):
         raise ApiError(400, "system_prompt must be a string", "invalid_system_prompt")
     if system_prompt is not None:
         storable_text(system_prompt, "system_prompt")
     title = body.get("title")
-    row = await svc.db.write(
+    row = await ctx.db.write(
         sessions.create_session,
         session_id,
         model=storable_text(str(model), "model"),
         system_prompt=system_prompt,
         title=None if title is None else str(title),
-        now=svc.now(),
+        now=ctx.now(),
     )
     return _session_body(row, 201)
 
 
-async def get_session(request: Request, svc: Services) -> Response:
+async def get_session(request: Request, ctx: AppContext) -> Response:
     """GET /api/sessions/{id}: the exact row, no tip following, archived rows included."""
-    check_bearer(request, svc.settings.api_key)
-    return _session_body(await existing_session(svc, request.path_params["session_id"]))
+    check_bearer(request, ctx.settings.api_key)
+    return _session_body(await existing_session(ctx, request.path_params["session_id"]))
 
 
-async def patch_session(request: Request, svc: Services) -> Response:
+async def patch_session(request: Request, ctx: AppContext) -> Response:
     """PATCH /api/sessions/{id}: title first, then end_reason, each its own transaction."""
-    check_bearer(request, svc.settings.api_key)
+    check_bearer(request, ctx.settings.api_key)
     session_id = request.path_params["session_id"]
-    before = await existing_session(svc, session_id)
-    body = await read_json_object(request, svc.settings.max_request_bytes)
+    before = await existing_session(ctx, session_id)
+    body = await read_json_object(request, ctx.settings.max_request_bytes)
     unknown = sorted(set(body) - PATCHABLE_FIELDS)
     if unknown:
         raise ApiError(400, f"Unsupported session fields: {', '.join(unknown)}", "unsupported_session_field")
@@ -122,37 +105,28 @@ async def patch_session(request: Request, svc: Services) -> Response:
     if "title" in body:
         raw = body["title"]
         clean = sanitize_title("" if raw is None else str(raw))
-        await svc.db.write(sessions.set_title, session_id, clean)
+        await ctx.db.write(sessions.set_title, session_id, clean)
     if end_reason:
-        await svc.db.write(sessions.end_session, session_id, end_reason, svc.now())
-    after = await svc.db.read(sessions.get_session, session_id)
+        await ctx.db.write(sessions.end_session, session_id, end_reason, ctx.now())
+    after = await ctx.db.read(sessions.get_session, session_id)
     return _session_body(after or before)
 
 
-async def delete_session(request: Request, svc: Services) -> Response:
+async def delete_session(request: Request, ctx: AppContext) -> Response:
     """DELETE /api/sessions/{id}: delegates cascade, other children are unlinked."""
-    check_bearer(request, svc.settings.api_key)
+    check_bearer(request, ctx.settings.api_key)
     session_id = request.path_params["session_id"]
-    await existing_session(svc, session_id)
-    deleted = await svc.db.write(sessions.delete_session, session_id)
+    await existing_session(ctx, session_id)
+    deleted = await ctx.db.write(sessions.delete_session, session_id)
     return HermesJSONResponse({"object": "hermes.session.deleted", "id": session_id, "deleted": bool(deleted)})
 
 
-@loop_read
-def _resolved_transcript(conn: Any, session_id: str) -> tuple[str, list[dict[str, Any]]] | None:
-    """The 404 check, the resolution and the rows in one read snapshot; None when absent."""
-    if not sessions.session_exists(conn, session_id):
-        return None
-    target = lineage.resolve_messages_target(conn, session_id)
-    return target, messages.active_messages(conn, target)
-
-
-async def list_messages(request: Request, svc: Services) -> Response:
+async def list_messages(request: Request, ctx: AppContext) -> Response:
     """GET /api/sessions/{id}/messages: 404 on the exact id, then compression resolution (D2)."""
-    check_bearer(request, svc.settings.api_key)
+    check_bearer(request, ctx.settings.api_key)
     session_id = request.path_params["session_id"]
-    await svc.db.ensure_open()
-    transcript = await svc.db.read(_resolved_transcript, session_id)
+    await ctx.db.ensure_open()
+    transcript = await ctx.db.read(messages.resolved_transcript, session_id)
     if transcript is None:
         raise session_not_found(session_id)
     target, rows = transcript
@@ -163,33 +137,68 @@ async def list_messages(request: Request, svc: Services) -> Response:
     })
 
 
-async def fork_session(request: Request, svc: Services) -> Response:
+async def fork_session(request: Request, ctx: AppContext) -> Response:
     """POST /api/sessions/{id}/fork: four separate writes, title validated last (non-atomic)."""
-    check_bearer(request, svc.settings.api_key)
+    check_bearer(request, ctx.settings.api_key)
     source_id = request.path_params["session_id"]
-    source = await existing_session(svc, source_id)
-    body = await read_json_object(request, svc.settings.max_request_bytes)
+    source = await existing_session(ctx, source_id)
+    body = await read_json_object(request, ctx.settings.max_request_bytes)
     chosen = requested_id(body)
-    fork_id = chosen if chosen is not None else svc.new_session_id()
+    fork_id = chosen if chosen is not None else ctx.ids.session_id(ctx.now())
     problem = fork_id_error(fork_id)
     if problem:
         raise invalid_session_id(problem)
-    if await svc.db.read(sessions.session_exists, fork_id):
+    if await ctx.db.read(sessions.session_exists, fork_id):
         raise session_exists(fork_id)
 
-    # `fork_step_done` lets an injected fault stop the fork between its writes (faults.py).
-    await svc.db.write(sessions.end_session, source_id, "branched", svc.now())
-    fork_step_done(svc, 1)
-    await svc.db.write(sessions.create_fork_child, fork_id, source, svc.now())
-    fork_step_done(svc, 2)
-    await svc.db.write(messages.copy_active_messages, source_id, fork_id)
-    fork_step_done(svc, 3)
+    # Test control may stop the fork between its writes (a fault's hook; nothing by default).
+    hooks, scope = ctx.hooks, request.scope
+    await ctx.db.write(sessions.end_session, source_id, "branched", ctx.now())
+    hooks.fork_step_done(scope, 1)
+    await ctx.db.write(sessions.create_fork_child, fork_id, source, ctx.now())
+    hooks.fork_step_done(scope, 2)
+    await ctx.db.write(messages.copy_active_messages, source_id, fork_id)
+    hooks.fork_step_done(scope, 3)
 
     title = body.get("title")
     if title is None:
-        title = await svc.db.read(sessions.next_title, source.get("title") or "fork")
-    await svc.db.write(sessions.set_title, fork_id, sanitize_title(str(title)))
-    fork_step_done(svc, 4)
+        title = await ctx.db.read(sessions.next_title, source.get("title") or "fork")
+    await ctx.db.write(sessions.set_title, fork_id, sanitize_title(str(title)))
+    hooks.fork_step_done(scope, 4)
 
-    child = await svc.db.read(sessions.get_session, fork_id)
+    child = await ctx.db.read(sessions.get_session, fork_id)
     return _session_body(child or {"id": fork_id, "parent_session_id": source_id}, 201)
+
+
+def routes() -> list[Route]:
+    """The session resource routes and what each method promises."""
+    return [
+        Route("sessions", "/api/sessions", {"GET": list_sessions, "POST": create_session}, {
+            "GET": Operation("List sessions, newest activity first", {200: "SessionList", **STORE_ERRORS},
+                             "sessions", ("session_resources",),
+                             query=("limit", "offset", "source", "include_children")),
+            "POST": Operation("Create a session", {201: "Session", 409: "Conflict", **BODY_ERRORS, **STORE_ERRORS},
+                              "session_create", ("session_resources",), body="CreateSession"),
+        }),
+        Route("session", "/api/sessions/{session_id}", {
+            "GET": get_session,
+            "PATCH": patch_session,
+            "DELETE": delete_session,
+        }, {
+            "GET": Operation("Get one session by its exact id", {200: "Session", **SESSION_ERRORS},
+                             "session", ("session_resources",)),
+            "PATCH": Operation("Change the title or close the session", {200: "Session", **BODY_ERRORS, **SESSION_ERRORS},
+                               "session_update", ("session_resources",), body="PatchSession"),
+            "DELETE": Operation("Delete a session and its messages", {200: "SessionDeleted", **SESSION_ERRORS},
+                                "session_delete", ("session_resources",)),
+        }),
+        Route("session_messages", "/api/sessions/{session_id}/messages", {"GET": list_messages}, {
+            "GET": Operation("The active messages of the session's transcript", {200: "MessageList", **SESSION_ERRORS},
+                             "session_messages", ("session_resources",)),
+        }),
+        Route("session_fork", "/api/sessions/{session_id}/fork", {"POST": fork_session}, {
+            "POST": Operation("Fork a session into a new one with a copy of its messages",
+                              {201: "Session", 409: "Conflict", **BODY_ERRORS, **SESSION_ERRORS},
+                              "session_fork", ("session_fork",), body="ForkSession"),
+        }),
+    ]

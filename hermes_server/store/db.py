@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from hermes_server.store import migrate
-from hermes_server.store.errors import DatabaseUnavailable, SchemaMismatch
+from hermes_server.domain.errors import DatabaseUnavailable, SchemaMismatch
 
 log = logging.getLogger("hermes_server.store")
 
@@ -162,7 +162,7 @@ class Database:
         self._local = threading.local()
         self._open_lock: asyncio.Lock | None = None
         self._closed = False
-        # Monotonic deadline of an injected storage outage (faults.py); 0.0 means none.
+        # Monotonic deadline of an injected storage outage (fault injection); 0.0 means none.
         self.unavailable_until = 0.0
 
     # -- opening -----------------------------------------------------------
@@ -191,6 +191,10 @@ class Database:
     def fail_for(self, seconds: float) -> None:
         """Injected fault: refuse every operation for `seconds`, as if state.db could not be opened."""
         self.unavailable_until = time.monotonic() + seconds
+
+    def end_outage(self) -> None:
+        """End an injected outage now (a reset of the test-control state)."""
+        self.unavailable_until = 0.0
 
     def _check_outage(self) -> None:
         if time.monotonic() < self.unavailable_until:

@@ -8,7 +8,9 @@ from typing import Any
 
 from hermes_server.domain.projection import decode_content, decode_tool_calls, encode_content
 from hermes_server.domain.titles import scrub_surrogates
+from hermes_server.store import lineage
 from hermes_server.store.db import fetch_dicts, loop_read
+from hermes_server.store.sessions import session_exists
 
 _API_COLUMNS = (
     "id, session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, "
@@ -28,6 +30,18 @@ def active_messages(conn: sqlite3.Connection, session_id: str) -> list[dict[str,
         msg["content"] = decode_content(msg["content"])
         msg["tool_calls"] = decode_tool_calls(msg["tool_calls"])
     return out
+
+
+@loop_read
+def resolved_transcript(conn: sqlite3.Connection, session_id: str) -> tuple[str, list[dict[str, Any]]] | None:
+    """GET /messages in one read snapshot: the 404 check, the compression resolution and the rows.
+
+    None when the exact id is absent; else the resolved id and its active messages.
+    """
+    if not session_exists(conn, session_id):
+        return None
+    target = lineage.resolve_messages_target(conn, session_id)
+    return target, active_messages(conn, target)
 
 
 def tool_call_weight(tool_calls: Any) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from hermes_server.store.errors import SchemaMismatch
+from hermes_server.domain.errors import SchemaMismatch
 
 SCHEMA_VERSION = 22
 

@@ -1,6 +1,6 @@
 """Bulk writes for fixtures: empty the session state, look up conflicts, insert rows.
 
-Run inside one `Database.write` transaction by hermes_server/fixtures/load.py, so
+Run inside one `Database.write` transaction by hermes_server/testing/load.py, so
 a fixture lands completely or not at all. Column names come from the fixture
 model's fixed lists and are checked against the live table before use.
 """

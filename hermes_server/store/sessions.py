@@ -9,10 +9,10 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
+from hermes_server.domain.errors import SessionExists, TitleConflict
 from hermes_server.domain.titles import like_escape, lineage_base, next_lineage_title, sanitize_title
 from hermes_server.store import lineage
 from hermes_server.store.db import fetch_dicts, loop_read
-from hermes_server.store.errors import SessionExists, TitleConflict
 
 
 @loop_read

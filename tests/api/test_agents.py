@@ -12,7 +12,7 @@ from typing import Any, Iterator
 import pytest
 
 from hermes_server.agents.base import SYSTEM_PROMPT, TurnRequest
-from hermes_server.agents.compression import continuation_id, needs_rotation
+from hermes_server.domain.compression import continuation_id, needs_rotation
 from hermes_server.agents.echo import echo_reply
 from hermes_server.agents.openai import map_usage
 from hermes_server.agents.script import parse_script

@@ -15,7 +15,7 @@ import pytest
 
 from hermes_server.http.responses import SECURITY_HEADERS
 from hermes_server.http.routing import Route
-from hermes_server.openapi import Operation
+from hermes_server.http.routing import Operation
 from hermes_server.routes.discovery import capabilities_body
 from tests.server import RunningServer, start_server
 

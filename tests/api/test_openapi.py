@@ -19,8 +19,9 @@ import pytest
 
 from hermes_server.app import build_routes
 from hermes_server.http.routing import Route
-from hermes_server.openapi import PARAMETERS, RESPONSES, SCHEMAS
-from hermes_server.routes.fixture import build_fixture_routes
+from hermes_server.openapi.schemas import PARAMETERS, RESPONSES, SCHEMAS
+from hermes_server.testing.control import Control
+from hermes_server.testing.routes import build_fixture_routes
 from tests.server import RunningServer, start_server
 
 MAX_EXAMPLES = 25
@@ -38,7 +39,7 @@ def document(server: RunningServer) -> dict[str, Any]:
 
 
 def test_every_method_of_every_route_is_described() -> None:
-    for route in [*build_routes(), *build_fixture_routes()]:
+    for route in [*build_routes(), *build_fixture_routes(Control([], None))]:
         assert set(route.docs) == set(route.methods), route.template
         for op in route.docs.values():
             assert set(op.responses.values()) <= set(RESPONSES), route.template
@@ -65,7 +66,7 @@ def test_fixture_api_is_documented_only_when_served(tmp_path: Path) -> None:
         document = httpx.get(srv.url + "/openapi.json", timeout=10).json()
     finally:
         srv.stop()
-    assert _documented(document) == _served([*build_routes(), *build_fixture_routes()])
+    assert _documented(document) == _served([*build_routes(), *build_fixture_routes(Control([], None))])
 
 
 def test_documented_operations_reach_their_handlers(server: RunningServer, document: dict[str, Any]) -> None:

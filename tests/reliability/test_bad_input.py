@@ -23,7 +23,8 @@ from typing import Iterator
 import pytest
 
 from hermes_server.app import build_routes
-from hermes_server.routes.fixture import build_fixture_routes
+from hermes_server.testing.control import Control
+from hermes_server.testing.routes import build_fixture_routes
 from tests.reliability.support import integrity, lineage_problems, log_trouble
 from tests.server import KEY, RunningServer, start_server
 
@@ -163,11 +164,11 @@ def both_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Run
 def test_bad_input_on_every_route_is_refused_without_a_5xx(both_servers: tuple[RunningServer, RunningServer]) -> None:
     plain, fixture = both_servers
     sent = _battery(plain, build_routes())
-    sent += _battery(fixture, build_fixture_routes())
+    sent += _battery(fixture, build_fixture_routes(Control([], None)))
     for srv in (plain, fixture):
         assert log_trouble(srv) == []
         assert integrity(srv.db_path) == "ok"
         assert lineage_problems(srv.db_path) == []
         assert srv.client.get(f"/api/sessions/{EXISTING}").status_code in (200, 404)  # still serving
-    print(f"\nbad input: {sent} hand-written requests over {len(build_routes()) + len(build_fixture_routes())}"
+    print(f"\nbad input: {sent} hand-written requests over {len(build_routes()) + len(build_fixture_routes(Control([], None)))}"
           " routes, no 5xx, no traceback")

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from hermes_server.domain.projection import CONTENT_JSON_PREFIX
-from hermes_server.faults import FaultRegistry
-from hermes_server.fixtures.model import parse_fixture
-from hermes_server.fixtures.validate import DocumentError
+from hermes_server.testing.faults import FaultRegistry
+from hermes_server.testing.model import parse_fixture
+from hermes_server.domain.errors import DocumentError
 
 NOW = 1_900_000_000.0
 ROUTES = ["health", "sessions", "session", "session_messages", "session_fork", "session_chat", "session_chat_stream"]
@@ -194,7 +194,7 @@ def test_fault_defaults_and_operation_names() -> None:
 
 def test_probability_is_repeatable_for_a_seed() -> None:
     def pattern() -> list[bool]:
-        from hermes_server.faults import RequestContext
+        from hermes_server.testing.faults import RequestContext
 
         (fault,) = FaultRegistry(ROUTES).parse({"kind": "status", "times": "always", "probability": 0.5, "seed": 7})
         return [fault.fire(RequestContext("sessions", "GET", None)) for _ in range(40)]

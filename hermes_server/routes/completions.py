@@ -2,7 +2,7 @@
 
 Clients such as Open WebUI, LobeChat or the `openai` package speak this route only.
 Each call is one agent turn, run and persisted by the same runner as session chat
-(`agents/runner.py`), so the turn shows up under `/api/sessions/{id}/messages`:
+(`chat/turn.py`), so the turn shows up under `/api/sessions/{id}/messages`:
 
 - with `X-Hermes-Session-Id`, the turn continues (or creates) that session and the
   model sees its stored history; the body's earlier messages are ignored;
@@ -19,23 +19,19 @@ runs, so they name the requested id, as upstream's do.
 
 from __future__ import annotations
 
-import asyncio
-import json
 import logging
-import time
 import uuid
-from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from sse_starlette.sse import EventSourceResponse
 from starlette.requests import Request
 from starlette.responses import Response
 
-from hermes_server.agents.base import AgentEvent, Delta, ToolEvent, Usage
-from hermes_server.agents.runner import ChatTurn, TurnOutcome, run_turn
+from hermes_server.agents.base import AgentEvent, Delta, ToolEvent
+from hermes_server.chat.turn import ChatTurn, answer, run_turn, settle
+from hermes_server.context import AppContext
+from hermes_server.domain.errors import CompletionFailed
 from hermes_server.domain.openai_messages import (
-    MessagesError,
     continued_session_id,
     derived_session_id,
     parse_messages,
@@ -46,13 +42,16 @@ from hermes_server.domain.redact import redact
 from hermes_server.http.auth import check_bearer, raw_header, session_key
 from hermes_server.http.body import read_json_object
 from hermes_server.http.errors import ApiError
+from hermes_server.domain.usage import Usage
 from hermes_server.http.responses import HermesJSONResponse
-from hermes_server.routes.chat import EventStream, identity_headers, sse_headers
-from hermes_server.services import Services
+from hermes_server.http.routing import Operation, Route
+from hermes_server.http.sse import EventQueue, data_frame, event_frame, sse_response
+from hermes_server.openapi.schemas import AUTH_ERRORS, BODY_ERRORS
+from hermes_server.routes.common import CHAT_HEADER_FEATURES, identity_headers
 
 log = logging.getLogger("hermes_server.chat")
 
-DONE_FRAME = "data: [DONE]\n\n"
+DONE_FRAME = b"data: [DONE]\n\n"
 # The emoji upstream shows for a tool its registry does not know.
 DEFAULT_TOOL_EMOJI = "\u26a1"
 _NO_KEY_CONTINUATION = (
@@ -79,29 +78,22 @@ def _continuation(request: Request, api_key: str | None) -> str | None:
         return None
     if not api_key:
         raise ApiError(403, _NO_KEY_CONTINUATION)
-    try:
-        return continued_session_id(value)
-    except MessagesError as exc:
-        raise ApiError(400, exc.message, shape="two_field") from None
+    return continued_session_id(value)
 
 
-async def _validated(request: Request, svc: Services) -> CompletionRequest:
-    settings = svc.settings
+async def _validated(request: Request, ctx: AppContext) -> CompletionRequest:
+    settings = ctx.settings
     check_bearer(request, settings.api_key)
     body = await read_json_object(request, settings.max_request_bytes)
-    try:
-        conversation = parse_messages(body)
-    except MessagesError as exc:
-        if exc.bare:
-            raise ApiError(400, exc.message, shape="two_field") from None
-        raise ApiError(400, exc.message, exc.code, exc.param) from None
+    conversation = parse_messages(body)
     key = session_key(request, settings.api_key)
     continued = _continuation(request, settings.api_key)
     if continued is not None:
-        turn = ChatTurn(continued, conversation.user_message, conversation.instruction, key)
+        turn = ChatTurn(continued, conversation.user_message, conversation.instruction, key,
+                        origin=request.scope)
     else:
         turn = ChatTurn(derived_session_id(conversation), conversation.user_message, conversation.instruction,
-                        key, history=conversation.history)
+                        key, history=conversation.history, origin=request.scope)
     return CompletionRequest(
         turn, body.get("model", settings.model_name), request_bool(body.get("stream")), request_fingerprint(body),
     )
@@ -120,81 +112,23 @@ def _completion_id() -> str:
     return f"chatcmpl-{uuid.uuid4().hex[:29]}"
 
 
-# -- Idempotency-Key (non-streaming only) --------------------------------------
-
-
-@dataclass
-class ReplayCache:
-    """Upstream's Idempotency-Key cache: a retried request gets the first answer's turn.
-
-    Keyed by the header value; a hit needs the same fingerprint (model, messages,
-    tools, tool_choice, stream), and nothing else counts, not even the session
-    headers. Entries live 300 s, at most 1,000 are kept; concurrent identical
-    requests share one turn. A failed turn is not remembered.
-    """
-
-    ttl: float = 300.0
-    size: int = 1000
-    done: OrderedDict[str, tuple[str, float, TurnOutcome]] = field(default_factory=OrderedDict)
-    running: dict[tuple[str, str], asyncio.Task[TurnOutcome]] = field(default_factory=dict)
-
-    def _purge(self) -> None:
-        now = time.monotonic()
-        for key in [k for k, (_, at, _) in self.done.items() if now - at > self.ttl]:
-            del self.done[key]
-        while len(self.done) > self.size:
-            self.done.popitem(last=False)
-
-    async def run(self, key: str, fingerprint: str, start: Any) -> TurnOutcome:
-        """The remembered outcome for (key, fingerprint), else the one `start()` produces."""
-        self._purge()
-        hit = self.done.get(key)
-        if hit is not None and hit[0] == fingerprint:
-            return hit[2]
-        task = self.running.get((key, fingerprint))
-        if task is None:
-            task = start()
-            self.running[(key, fingerprint)] = task
-
-            def remember(done: asyncio.Task[TurnOutcome]) -> None:
-                if self.running.get((key, fingerprint)) is done:
-                    del self.running[(key, fingerprint)]
-                if not done.cancelled() and done.exception() is None:
-                    self.done[key] = (fingerprint, time.monotonic(), done.result())
-                    self._purge()
-
-            task.add_done_callback(remember)
-        return await asyncio.shield(task)
-
-
-def replay_cache(svc: Services) -> ReplayCache:
-    """This server's cache (one per Services, created on first use)."""
-    if svc.completion_replays is None:
-        svc.completion_replays = ReplayCache()
-    return svc.completion_replays
-
-
 # -- the non-streaming answer ---------------------------------------------------
 
 
-async def _complete(request: Request, svc: Services, req: CompletionRequest) -> Response:
-    def start() -> asyncio.Task[TurnOutcome]:
-        return svc.spawn(run_turn(svc, req.turn))
-
+async def _complete(request: Request, ctx: AppContext, req: CompletionRequest) -> Response:
     idempotency_key = request.headers.get("idempotency-key")
-    try:
-        if idempotency_key:
-            outcome = await replay_cache(svc).run(idempotency_key, req.fingerprint, start)
-        else:
-            outcome = await asyncio.shield(start())
-    except Exception as exc:  # noqa: BLE001 - upstream's answer to an agent that raised
-        log.warning("session %r: the agent failed (%s)", req.turn.session_id, type(exc).__name__)
-        raise ApiError(500, f"Internal server error: {exc}", type_="server_error") from None
+    if idempotency_key:
+        def start() -> Any:
+            return ctx.turns.spawn(run_turn(ctx, req.turn))
+
+        outcome = await settle(req.turn, ctx.replays.run(idempotency_key, req.fingerprint, start), CompletionFailed)
+    else:
+        outcome = await answer(ctx, req.turn, CompletionFailed)
     return HermesJSONResponse(
         {
             "id": _completion_id(),
             "object": "chat.completion",
-            "created": int(svc.now()),
+            "created": int(ctx.now()),
             "model": req.model,
             "choices": [{
                 "index": 0,
@@ -210,23 +144,19 @@ async def _complete(request: Request, svc: Services, req: CompletionRequest) -> 
 # -- the streaming answer -------------------------------------------------------
 
 
-class ChunkStream(EventStream):
+class ChunkStream:
     """The frames of one streamed completion: OpenAI chunks, tool progress, `[DONE]`.
 
-    Reuses session chat's queue, idle keepalive and disconnect handling; only the
+    The same queue, idle keepalive and disconnect handling as session chat; only the
     framing differs (`data:` lines, ASCII-escaped JSON as upstream writes them).
     """
 
-    def __init__(self, svc: Services, session_id: str, model: Any) -> None:
-        super().__init__(svc, session_id)
+    def __init__(self, ctx: AppContext, model: Any) -> None:
         self.completion_id = _completion_id()
-        self.created = int(svc.now())
+        self.created = int(ctx.now())
         self.model = model
         self.open_tools: dict[str, str] = {}
-
-    def put(self, frame: str) -> None:
-        if self.listening:
-            self.queue.put_nowait(frame.encode("ascii"))
+        self.queue = EventQueue()
 
     def chunk(self, delta: dict[str, Any], finish_reason: str | None = None, **extra: Any) -> None:
         payload = {
@@ -234,10 +164,10 @@ class ChunkStream(EventStream):
             "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
             **extra,
         }
-        self.put(f"data: {json.dumps(payload)}\n\n")
+        self.queue.put(data_frame(payload))
 
     def tool_progress(self, payload: dict[str, Any]) -> None:
-        self.put(f"event: hermes.tool.progress\ndata: {json.dumps(payload)}\n\n")
+        self.queue.put(event_frame("hermes.tool.progress", payload, ascii_only=True))
 
     def agent_event(self, event: AgentEvent) -> None:
         """Reply text as content chunks; tool runs as `hermes.tool.progress` (running, then completed).
@@ -259,10 +189,10 @@ class ChunkStream(EventStream):
                 self.tool_progress({"tool": name, "toolCallId": event.call_id, "status": "completed"})
 
 
-async def _stream_turn(svc: Services, turn: ChatTurn, stream: ChunkStream) -> None:
+async def _stream_turn(ctx: AppContext, turn: ChatTurn, stream: ChunkStream) -> None:
     """Run the turn, then the finish chunk (`stop`, or `error` with upstream's failure fields) and `[DONE]`."""
     try:
-        outcome = await run_turn(svc, turn, stream.agent_event)
+        outcome = await run_turn(ctx, turn, stream.agent_event)
     except Exception as exc:  # noqa: BLE001 - reported in the finish chunk, as upstream does
         log.warning("session %r: the agent failed (%s)", turn.session_id, type(exc).__name__)
         message = redact(str(exc))
@@ -273,22 +203,36 @@ async def _stream_turn(svc: Services, turn: ChatTurn, stream: ChunkStream) -> No
     else:
         stream.chunk({}, "stop", usage=_usage(outcome.usage))
     finally:
-        stream.put(DONE_FRAME)
-        stream.close()
+        stream.queue.put(DONE_FRAME)
+        stream.queue.close()
 
 
-def _stream(svc: Services, req: CompletionRequest) -> Response:
-    stream = ChunkStream(svc, req.turn.session_id, req.model)
+def _stream(ctx: AppContext, req: CompletionRequest) -> Response:
+    stream = ChunkStream(ctx, req.model)
     stream.chunk({"role": "assistant"})
-    svc.spawn(_stream_turn(svc, req.turn, stream))
-    response = EventSourceResponse(stream.frames(svc.settings.keepalive_seconds), ping=0)
-    response.raw_headers = sse_headers(identity_headers(req.turn.session_id, req.turn.session_key))
-    return response
+    ctx.turns.spawn(_stream_turn(ctx, req.turn, stream))
+    return sse_response(stream.queue.frames(ctx.settings.keepalive_seconds),
+                        identity_headers(req.turn.session_id, req.turn.session_key))
 
 
-async def chat_completions(request: Request, svc: Services) -> Response:
+async def chat_completions(request: Request, ctx: AppContext) -> Response:
     """POST /v1/chat/completions: one agent turn, as a chat.completion or as streamed chunks."""
-    req = await _validated(request, svc)
+    req = await _validated(request, ctx)
     if req.stream:
-        return _stream(svc, req)
-    return await _complete(request, svc, req)
+        return _stream(ctx, req)
+    return await _complete(request, ctx, req)
+
+
+def routes() -> list[Route]:
+    """POST /v1/chat/completions and what it promises."""
+    return [
+        Route("chat_completions", "/v1/chat/completions", {"POST": chat_completions}, {
+            "POST": Operation("OpenAI-compatible chat: one agent turn, persisted as a session",
+                              {200: "OpenAIChatCompletion", 403: "Forbidden", 500: "ServerError",
+                               **BODY_ERRORS, **AUTH_ERRORS},
+                              "chat_completions", ("chat_completions", "chat_completions_streaming",
+                                                   *CHAT_HEADER_FEATURES),
+                              body="OpenAIChatRequest",
+                              headers=("X-Hermes-Session-Id", "X-Hermes-Session-Key", "Idempotency-Key")),
+        }),
+    ]

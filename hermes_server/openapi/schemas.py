@@ -1,23 +1,13 @@
-"""The OpenAPI 3.1 document, generated from the live route table.
+"""The schema fragments the OpenAPI document is made of: schemas, responses, parameters.
 
-Paths and methods come only from `build_routes()` in app.py; each method of a route
-carries an `Operation` there (summary, responses, body, feature flags). This module
-holds the schema fragments those operations name and turns the table into a document,
-so nothing describes a path twice. `/v1/capabilities` reads the same operations.
+Data only. Each route's `Operation` names its responses and body by the names
+defined here; `openapi/document.py` turns the served route table into the document.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import Any, Iterable
 
-from hermes_server import UPSTREAM_VERSION, __version__
-
-if TYPE_CHECKING:
-    from hermes_server.http.routing import Route
-
-# Order in which methods of one path appear in the document.
-_METHOD_ORDER = ("GET", "POST", "PUT", "PATCH", "DELETE")
 
 # Error answers shared by many operations, to merge into `Operation.responses`.
 AUTH_ERRORS = {401: "Unauthorized"}
@@ -26,35 +16,11 @@ SESSION_ERRORS = {**STORE_ERRORS, 404: "NotFound"}
 BODY_ERRORS = {400: "BadRequest", 413: "PayloadTooLarge"}
 
 
-@dataclass(frozen=True)
-class Operation:
-    """What clients may rely on for one method of one route.
-
-    `capability` is the operation's name under `/v1/capabilities` `endpoints` (upstream's
-    names; None for paths upstream does not advertise). `features` are the capability
-    flags that serving this operation makes true. `responses` maps each status the
-    handler can answer to a response name in `RESPONSES`.
-    """
-
-    summary: str
-    responses: Mapping[int, str]
-    capability: str | None = None
-    features: tuple[str, ...] = ()
-    auth: bool = True
-    body: str | None = None
-    query: tuple[str, ...] = ()
-    headers: tuple[str, ...] = ()
-
-
 # Query parameters of GET /_fixture/requests.
 JOURNAL_FILTERS = ("journal_route", "journal_method", "journal_session_id", "journal_status", "journal_bodies")
 
 
-def _method_rank(method: str) -> tuple[int, str]:
-    return (_METHOD_ORDER.index(method) if method in _METHOD_ORDER else len(_METHOD_ORDER), method)
-
-
-def _ref(kind: str, name: str) -> dict[str, str]:
+def ref(kind: str, name: str) -> dict[str, str]:
     return {"$ref": f"#/components/{kind}/{name}"}
 
 
@@ -137,11 +103,11 @@ SCHEMAS: dict[str, Any] = {
     "SessionListItem": _object(_SESSION_PROPERTIES, [*_SESSION_REQUIRED, "last_active", "preview"]),
     "SessionEnvelope": _record({
         "object": {"const": "hermes.session"},
-        "session": _ref("schemas", "Session"),
+        "session": ref("schemas", "Session"),
     }),
     "SessionList": _record({
         "object": {"const": "list"},
-        "data": {"type": "array", "items": _ref("schemas", "SessionListItem")},
+        "data": {"type": "array", "items": ref("schemas", "SessionListItem")},
         "limit": _COUNTER,
         "offset": _COUNTER,
         "has_more": {"type": "boolean"},
@@ -168,7 +134,7 @@ SCHEMAS: dict[str, Any] = {
     "MessageList": _record({
         "object": {"const": "list"},
         "session_id": {"type": "string"},
-        "data": {"type": "array", "items": _ref("schemas", "Message")},
+        "data": {"type": "array", "items": ref("schemas", "Message")},
     }),
     "CreateSession": _example({"id": "demo", "title": "Demo"}, _object({
         "id": {**_ANY, "description": "Used when truthy, as str(), trimmed; else session_id; else generated."},
@@ -190,7 +156,7 @@ SCHEMAS: dict[str, Any] = {
         "object": {"const": "hermes.session.chat.completion"},
         "session_id": {"type": "string"},
         "message": _record({"role": {"const": "assistant"}, "content": _nullable("string")}),
-        "usage": _ref("schemas", "Usage"),
+        "usage": ref("schemas", "Usage"),
     }),
     "StreamEvent": _object({
         "event": {"enum": list(STREAM_EVENTS)},
@@ -277,7 +243,7 @@ SCHEMAS: dict[str, Any] = {
 
 
 def _json_response(description: str, schema: str) -> dict[str, Any]:
-    return {"description": description, "content": {"application/json": {"schema": _ref("schemas", schema)}}}
+    return {"description": description, "content": {"application/json": {"schema": ref("schemas", schema)}}}
 
 
 def _error(description: str) -> dict[str, Any]:
@@ -305,13 +271,13 @@ RESPONSES: dict[str, Any] = {
     "ChatStream": {
         "description": "Server-sent events: run.started, message.started, deltas, completion, done.",
         "headers": _SESSION_ID_HEADER,
-        "content": {"text/event-stream": {"schema": _ref("schemas", "StreamEvent")}},
+        "content": {"text/event-stream": {"schema": ref("schemas", "StreamEvent")}},
     },
     "OpenAIChatCompletion": {
         "description": "The turn as a `chat.completion`, or with `stream` as `data:` chunks "
                        "(`chat.completion.chunk`, the last one with `usage`), then `data: [DONE]`.",
         "headers": _SESSION_ID_HEADER,
-        "content": {"application/json": {"schema": _ref("schemas", "OpenAIChatCompletion")},
+        "content": {"application/json": {"schema": ref("schemas", "OpenAIChatCompletion")},
                     "text/event-stream": {"schema": _object({
                         "data": {"type": "string", "description": "A `chat.completion.chunk` as JSON, or `[DONE]`."},
                     }, ["data"], closed=False)}},
@@ -322,7 +288,7 @@ RESPONSES: dict[str, Any] = {
     "NotFound": {
         "description": "No session has this exact id (`session_not_found`); or, as text/plain "
                        "`404: Not Found`, an id segment no route matches (one with `{` or `}`).",
-        "content": {"application/json": {"schema": _ref("schemas", "Error")},
+        "content": {"application/json": {"schema": ref("schemas", "Error")},
                     "text/plain": {"schema": {"const": "404: Not Found"}}},
     },
     "Conflict": _error("A session with this id already exists (`session_exists`)."),
@@ -366,81 +332,3 @@ PARAMETERS: dict[str, Any] = {
                              "description": "Long-term memory scope of the turn (at most 256 characters).",
                              "schema": {"type": "string", "maxLength": 256}},
 }
-
-
-def _path_parameters(template: str) -> list[dict[str, str]]:
-    return [_ref("parameters", part[1:-1]) for part in template.split("/") if part.startswith("{")]
-
-
-def _operation_id(route: "Route", method: str, op: Operation) -> str:
-    return op.capability or f"{route.name}_{method.lower()}"
-
-
-def _operation(route: "Route", method: str, op: Operation) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "operationId": _operation_id(route, method, op),
-        "summary": op.summary,
-    }
-    parameters = _path_parameters(route.template)
-    parameters += [_ref("parameters", name) for name in (*op.query, *op.headers)]
-    if parameters:
-        body["parameters"] = parameters
-    if op.body:
-        body["requestBody"] = {"required": True,
-                               "content": {"application/json": {"schema": _ref("schemas", op.body)}}}
-    body["responses"] = {str(status): _ref("responses", name) for status, name in sorted(op.responses.items())}
-    body["security"] = [{"bearer": []}] if op.auth else []
-    return body
-
-
-def operations(routes: Iterable["Route"]) -> Iterable[tuple["Route", str, Operation]]:
-    """Every documented (route, method, operation), in table order.
-
-    A method without an Operation is left out rather than guessed at (a test requires
-    one for every method), so discovery never claims more than is described.
-    """
-    for route in routes:
-        for method in sorted(route.methods, key=_method_rank):
-            if method in route.docs:
-                yield route, method, route.docs[method]
-
-
-def _session_links(served: list[tuple["Route", str, Operation]]) -> dict[str, Any]:
-    """From any answer carrying a session, every served operation on that session."""
-    return {
-        _operation_id(route, method, op): {
-            "operationId": _operation_id(route, method, op),
-            "parameters": {"session_id": "$response.body#/session/id"},
-        }
-        for route, method, op in served if "{session_id}" in route.template
-    }
-
-
-def build_document(routes: Iterable["Route"]) -> dict[str, Any]:
-    """The OpenAPI 3.1 document for exactly the routes being served."""
-    served = list(operations(routes))
-    paths: dict[str, Any] = {}
-    for route, method, op in served:
-        paths.setdefault(route.template, {})[method.lower()] = _operation(route, method, op)
-    responses = {**RESPONSES, "Session": {**RESPONSES["Session"], "links": _session_links(served)}}
-    return {
-        "openapi": "3.1.0",
-        "info": {
-            "title": "hermes-server",
-            "version": __version__,
-            "summary": f"The Hermes Agent persistent-session API, as served by hermes-agent {UPSTREAM_VERSION}.",
-            "description": (
-                "Every path below is served by this instance. Errors use the envelope "
-                "`{\"error\": {\"message\", \"type\", \"param\", \"code\"}}`; unknown paths answer "
-                "404 and wrong methods 405 (`text/plain`, with `Allow`), as upstream does."
-            ),
-        },
-        "paths": paths,
-        "components": {
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-            "parameters": PARAMETERS,
-            "responses": responses,
-            "schemas": SCHEMAS,
-        },
-        "security": [{"bearer": []}],
-    }

@@ -11,12 +11,16 @@ session route), optionally by method and by the path's session id, and fires
 once, N times, always, or with a probability drawn from its own seeded
 generator (so a run is repeatable). Where it acts:
 
-- in the request pipeline (`before`/`after` the handler, app.py): `status`,
-  `latency`, `connection_reset`, and `storage_unavailable`, which makes
-  state.db refuse every operation for a while (store/db.py);
-- at hooks inside handlers: `fork_interrupted` (routes/sessions.py, after step
-  k of fork's four writes), `history_load_failure` and `persistence_failure`
-  (the chat turn), `stream_cut` (the SSE stream).
+- around the handler (`before`/`after` it; testing/fault_layer.py wraps every
+  handler once when the app is composed): `status`, `latency`,
+  `connection_reset`, and `storage_unavailable`, which makes state.db refuse
+  every operation for a while;
+- at the test-control hooks inside use cases (chat/hooks.py): `fork_interrupted`
+  (after step k of fork's four writes), `history_load_failure` and
+  `persistence_failure` (the chat turn), `stream_cut` (the session chat stream).
+
+This module holds the faults and their registry; the layer that makes them act
+is testing/fault_layer.py.
 
 A fault changes only what it is asked to change: each state.db write it lets
 through is a normal committed transaction, so the database is never corrupted.
@@ -24,25 +28,13 @@ through is a normal committed transaction, so the database is never corrupted.
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import random
-import socket
-import struct
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.types import Receive, Scope, Send
-
-from hermes_server.fixtures.validate import Checker, DocumentError, Problem, child, describe
-from hermes_server.http.errors import ApiError, error_response
-from hermes_server.http.routing import Endpoint
-
-if TYPE_CHECKING:
-    from hermes_server.services import Services
-    from hermes_server.store.db import Database
+from hermes_server.domain.errors import DocumentError, Problem
+from hermes_server.http.errors import ApiError
+from hermes_server.testing.validate import Checker, child, describe
 
 # The seeds' nine operation names, each one method of one route.
 OPERATIONS: dict[str, tuple[str, str]] = {
@@ -94,14 +86,6 @@ _STATUS_DEFAULTS: dict[int, dict[str, Any]] = {
           "headers": {"Retry-After": "1"}},
 }
 
-# The request being handled, for hooks deep inside handlers and for the journal.
-_current: contextvars.ContextVar[RequestContext | None] = contextvars.ContextVar("hermes_fault_request", default=None)
-
-# Where the pipeline leaves uvicorn's own `send`, which a connection reset needs.
-RAW_SEND = "hermes.raw_send"
-RESET_MARK = "hermes.connection_reset"
-
-
 @dataclass
 class RequestContext:
     """Route, method and path session id of one request, and the faults that fired on it."""
@@ -109,14 +93,9 @@ class RequestContext:
     route: str
     method: str
     session_id: str | None
-    scope: Scope | None = None
     fired: list[str] = field(default_factory=list)
     # Each hook decides once per request: asking again (a turn's two writes) gets the same answer.
     decisions: dict[tuple[Any, ...], Fault | None] = field(default_factory=dict)
-
-
-class InjectedDisconnect(Exception):
-    """Raised by a hook to drop the connection with no response at all (see ConnectionReset)."""
 
 
 @dataclass
@@ -302,14 +281,14 @@ class FaultRegistry:
         if isinstance(document, dict) and set(document) == {"faults"}:
             items = document["faults"]
             if not isinstance(items, list):
-                raise DocumentError([Problem("$.faults", f"must be a list, got {describe(items)}")])
+                raise DocumentError([Problem("$.faults", f"must be a list, got {describe(items)}")], "invalid_fault")
             paths = [child("$.faults", i) for i in range(len(items))]
         else:
             items, paths = [document], ["$"]
         check = Checker()
         taken = set(taken or ())
         faults = [self._parse(check, raw, path, taken) for raw, path in zip(items, paths)]
-        check.raise_if_any()
+        check.raise_if_any("invalid_fault")
         return [f for f in faults if f is not None]
 
     def replace(self, faults: list[Fault]) -> None:
@@ -323,12 +302,6 @@ class FaultRegistry:
 
     # -- firing ------------------------------------------------------------
 
-    def enter(self, route: str, method: str, session_id: str | None, scope: Scope | None = None) -> RequestContext:
-        """Note the request being dispatched (hooks and the journal read it)."""
-        ctx = RequestContext(route, method, session_id, scope)
-        _current.set(ctx)
-        return ctx
-
     def firing(self, ctx: RequestContext, kinds: Iterable[str], when: str) -> Iterator[Fault]:
         """The faults of `kinds` for phase `when` that match and fire, lazily, in installation order.
 
@@ -339,160 +312,14 @@ class FaultRegistry:
             if fault.kind in kinds and fault.when == when and fault.matches(ctx) and fault.fire(ctx):
                 yield fault
 
-    async def _act(self, ctx: RequestContext, when: str, db: Database | None) -> Response | None:
-        for fault in self.firing(ctx, PIPELINE_KINDS, when):
-            if fault.kind == "storage_unavailable" and db is not None:
-                db.fail_for(fault.params["duration_ms"] / 1000)
-            elif fault.kind == "latency":
-                await asyncio.sleep(fault.params["latency_ms"] / 1000)
-            elif fault.kind == "status":
-                return fault.error().response()
-            elif fault.kind == "connection_reset":
-                return ConnectionReset()
-        return None
-
-    async def before(self, ctx: RequestContext, db: Database) -> Response | None:
-        """Pipeline faults before the handler: a response replaces the handler entirely."""
-        return await self._act(ctx, "before", db)
-
-    async def after(self, ctx: RequestContext, response: Response) -> Response:
-        """Pipeline faults after the handler (its writes are durable): replace or delay the answer."""
-        return await self._act(ctx, "after", None) or response
-
-
-async def call_with_faults(svc: Services, endpoint: Endpoint, request: Request, route: str) -> Response:
-    """Run a handler with the pipeline faults around it (app.py calls this only when faults exist).
-
-    Error outcomes are rendered here by `error_response` too, so an `after` fault
-    also replaces a handler's error answer.
-    """
-    registry = svc.faults
-    assert registry is not None
-    ctx = registry.enter(route, request.method, request.path_params.get("session_id"), request.scope)
-    injected = await registry.before(ctx, svc.db)
-    if injected is not None:
-        return injected
-    try:
-        response = await endpoint(request, svc)
-    except InjectedDisconnect:
-        return ConnectionReset()
-    except Exception as exc:  # noqa: BLE001 - rendered like dispatch does, or left to it as a bug
-        rendered = error_response(exc)
-        if rendered is None:
-            raise
-        response = rendered
-    return await registry.after(ctx, response)
-
-
-# -- hooks called from handlers ----------------------------------------------
-
-def _hook(svc: Services, kind: str, **where: Any) -> Fault | None:
-    """The fault of `kind` (with params `where`) acting on the current request, decided once."""
-    registry = svc.faults
-    ctx = _current.get()
-    if registry is None or ctx is None:
-        return None
-    key = (kind, *sorted(where.items()))
-    if key not in ctx.decisions:
-        ctx.decisions[key] = next(
-            (f for f in registry.faults
-             if f.kind == kind and all(f.params.get(k) == v for k, v in where.items())
-             and f.matches(ctx) and f.fire(ctx)),
-            None,
-        )
-    return ctx.decisions[key]
-
-
-def fork_step_done(svc: Services, step: int) -> None:
-    """After fork's write number `step` (1 close, 2 child, 3 messages, 4 title): maybe stop here.
-
-    The interruption is a dropped connection by default (the client cannot know
-    what was written), or the error envelope the fault names.
-    """
-    fault = _hook(svc, "fork_interrupted", after_step=step)
-    if fault is None:
-        return
-    if "status" in fault.params:
-        raise fault.error()
-    raise InjectedDisconnect(f"fork interrupted after step {step} (fault {fault.id})")
-
-
-def history_load_fails(svc: Services) -> bool:
-    """True when this chat turn must behave as if loading its history raised."""
-    return _hook(svc, "history_load_failure") is not None
-
-
-def persistence_fails(svc: Services) -> bool:
-    """True when this chat turn must not be stored although it answers normally."""
-    return _hook(svc, "persistence_failure") is not None
-
-
-def cut_stream(svc: Services, frames: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-    """The SSE frames of a chat stream, or, when a `stream_cut` fault fires, the first N events
-    and then a dropped connection: no `done`, no clean end of the body. The turn itself goes
-    on and is stored, as upstream's agent keeps running when its client goes away."""
-    fault = _hook(svc, "stream_cut")
-    ctx = _current.get()
-    if fault is None or ctx is None or ctx.scope is None:
-        return frames
-    return _cut_after(frames, fault.params["after_events"], ctx.scope)
-
-
-async def _cut_after(frames: AsyncIterator[bytes], events: int, scope: Scope) -> AsyncIterator[bytes]:
-    sent = 0
-    try:
-        async for frame in frames:
-            if frame.startswith(b"event:"):
-                if sent >= events:
-                    break
-                sent += 1
-            yield frame
-        else:
-            return  # the stream ended before the cut point: nothing to cut
-        await abort_connection(scope)
-    finally:
-        await frames.aclose()  # type: ignore[attr-defined]
-
-
-def current_request() -> RequestContext | None:
-    return _current.get()
-
-
-# -- dropping a connection ----------------------------------------------------
-
-async def abort_connection(scope: Scope) -> None:
-    """Drop the client's TCP connection with a reset, so it sees no response at all.
-
-    ASGI has no message for this, so we use the transport behind uvicorn's `send`
-    (the pipeline keeps it in the scope): SO_LINGER 0 turns the close into a RST.
-    """
-    scope[RESET_MARK] = True
-    cycle = getattr(scope.get(RAW_SEND), "__self__", None)
-    transport = getattr(cycle, "transport", None)
-    if transport is None:
-        raise RuntimeError("connection_reset needs uvicorn's HTTP transport")
-    sock = transport.get_extra_info("socket")
-    if sock is not None:
-        try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        except OSError:
-            pass  # a plain close is still a dropped connection
-    transport.abort()
-    # uvicorn learns of the loss on a later loop turn; until then it would still try to answer.
-    for _ in range(100):
-        if getattr(cycle, "disconnected", True):
-            break
-        await asyncio.sleep(0)
-
-
-class ConnectionReset(Response):
-    """A 'response' that sends nothing and resets the connection."""
-
-    def __init__(self) -> None:
-        super().__init__(status_code=599)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await abort_connection(scope)
-        # Tell the pipeline the exchange is over (uvicorn drops messages for a lost connection),
-        # so it does not try to end an unfinished response with a 500.
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+    def decide(self, ctx: RequestContext, kind: str, **where: Any) -> Fault | None:
+        """The fault of `kind` (with params `where`) acting on this request, decided once per request."""
+        key = (kind, *sorted(where.items()))
+        if key not in ctx.decisions:
+            ctx.decisions[key] = next(
+                (f for f in self.faults
+                 if f.kind == kind and all(f.params.get(k) == v for k, v in where.items())
+                 and f.matches(ctx) and f.fire(ctx)),
+                None,
+            )
+        return ctx.decisions[key]

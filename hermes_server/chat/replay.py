@@ -1,0 +1,58 @@
+"""Idempotency-Key replays of `/v1/chat/completions` (non-streaming only).
+
+A client that retries a request whose answer it lost must not run the turn twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from hermes_server.chat.turn import TurnOutcome
+
+
+@dataclass
+class ReplayCache:
+    """Upstream's Idempotency-Key cache: a retried request gets the first answer's turn.
+
+    Keyed by the header value; a hit needs the same fingerprint (model, messages,
+    tools, tool_choice, stream), and nothing else counts, not even the session
+    headers. Entries live 300 s, at most 1,000 are kept; concurrent identical
+    requests share one turn. A failed turn is not remembered.
+    """
+
+    ttl: float = 300.0
+    size: int = 1000
+    done: OrderedDict[str, tuple[str, float, TurnOutcome]] = field(default_factory=OrderedDict)
+    running: dict[tuple[str, str], asyncio.Task[TurnOutcome]] = field(default_factory=dict)
+
+    def _purge(self) -> None:
+        now = time.monotonic()
+        for key in [k for k, (_, at, _) in self.done.items() if now - at > self.ttl]:
+            del self.done[key]
+        while len(self.done) > self.size:
+            self.done.popitem(last=False)
+
+    async def run(self, key: str, fingerprint: str, start: Any) -> TurnOutcome:
+        """The remembered outcome for (key, fingerprint), else the one `start()` produces."""
+        self._purge()
+        hit = self.done.get(key)
+        if hit is not None and hit[0] == fingerprint:
+            return hit[2]
+        task = self.running.get((key, fingerprint))
+        if task is None:
+            task = start()
+            self.running[(key, fingerprint)] = task
+
+            def remember(done: asyncio.Task[TurnOutcome]) -> None:
+                if self.running.get((key, fingerprint)) is done:
+                    del self.running[(key, fingerprint)]
+                if not done.cancelled() and done.exception() is None:
+                    self.done[key] = (fingerprint, time.monotonic(), done.result())
+                    self._purge()
+
+            task.add_done_callback(remember)
+        return await asyncio.shield(task)

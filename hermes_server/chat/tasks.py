@@ -1,0 +1,50 @@
+"""Chat turns in flight, owned by the server rather than by the request that started them.
+
+A client that disconnects must neither stop the agent nor undo its writes (a
+disconnect is not a rollback), so a turn runs in a task kept here; shutdown and the
+fixture reset wait for these tasks before they close or wipe the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Coroutine
+
+log = logging.getLogger("hermes_server")
+
+# How long shutdown waits for chat turns still running before it cancels them.
+TURN_DRAIN_SECONDS = 15.0
+
+
+class TurnTasks:
+    """The set of running turn tasks."""
+
+    def __init__(self) -> None:
+        self.running: set[asyncio.Task[Any]] = set()
+
+    def __len__(self) -> int:
+        return len(self.running)
+
+    def spawn(self, turn: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        """Run a chat turn in a task that outlives the request that started it."""
+        task = asyncio.get_running_loop().create_task(turn)
+        self.running.add(task)
+        task.add_done_callback(self.running.discard)
+        return task
+
+    async def wait(self, timeout: float) -> None:
+        """Give running turns up to `timeout` seconds to finish (none is cancelled)."""
+        if self.running:
+            await asyncio.wait(set(self.running), timeout=timeout)
+
+    async def drain(self, timeout: float = TURN_DRAIN_SECONDS) -> None:
+        """Let running turns finish (and write); cancel those still running after `timeout`."""
+        if not self.running:
+            return
+        _, stuck = await asyncio.wait(set(self.running), timeout=timeout)
+        for task in stuck:
+            task.cancel()
+        if stuck:
+            log.warning("shutdown: cancelled %d chat turn(s) still running after %.0fs", len(stuck), timeout)
+            await asyncio.wait(stuck)

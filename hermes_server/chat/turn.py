@@ -1,0 +1,158 @@
+"""Running one chat turn: load the history, record the turn, drive the agent.
+
+Shared by session chat (`/chat`, `/chat/stream`) and `/v1/chat/completions`, so
+every route leaves the same rows for a turn. The turn runs in a task owned by the
+server (`chat/tasks.py`), not by the HTTP response, so a client that disconnects
+neither stops the agent nor undoes its writes (a disconnect is not a rollback).
+Storage failures during a turn are logged and never fail the turn, as upstream's
+agent does; an exception from the agent itself reaches the caller, which `answer`
+turns into `AgentFailed` for the routes that wait for the turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Protocol
+
+from hermes_server.agents.base import SYSTEM_PROMPT, Agent, AgentError, AgentEvent, TurnRequest, TurnResult
+from hermes_server.chat.hooks import Hooks
+from hermes_server.chat.tasks import TurnTasks
+from hermes_server.config import Settings
+from hermes_server.domain.clock import Clock
+from hermes_server.domain.compression import continuation_id
+from hermes_server.domain.content import UserMessage, conversation_history, stored_user_content
+from hermes_server.domain.errors import AgentFailed, DatabaseUnavailable
+from hermes_server.domain.ids import IdSource
+from hermes_server.domain.projection import message_projection
+from hermes_server.domain.usage import Usage
+from hermes_server.store import messages, turns
+from hermes_server.store.db import Database
+
+log = logging.getLogger("hermes_server.chat")
+
+
+class TurnContext(Protocol):
+    """What a turn needs of the server (the app's context provides it)."""
+
+    settings: Settings
+    db: Database
+    agent: Agent
+    clock: Clock
+    ids: IdSource
+    hooks: Hooks
+    turns: TurnTasks
+
+
+@dataclass(frozen=True)
+class ChatTurn:
+    """A validated chat request."""
+
+    session_id: str  # the exact path id
+    user_message: UserMessage
+    system_message: str | None
+    session_key: str | None
+    # What the model sees before the turn when the client sends it (chat completions
+    # without X-Hermes-Session-Id); None: the session's stored history. Never stored.
+    history: list[dict[str, Any]] | None = None
+    # The ASGI scope of the request that started the turn, for the test-control hooks.
+    origin: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    """What the routes answer with once the turn is over."""
+
+    session_id: str  # the effective id: a continuation's id when the turn rotated
+    final_text: str | None
+    usage: Usage
+    messages: list[dict[str, Any]]  # this turn's assistant/tool messages, sparse projection
+
+
+async def load_history(ctx: TurnContext, turn: ChatTurn) -> list[dict[str, Any]]:
+    """Active messages of the exact id in conversation form; on failure, empty (logged, no text)."""
+    session_id = turn.session_id
+    try:
+        if ctx.hooks.history_load_fails(turn.origin):  # an injected fault, handled as upstream does
+            raise DatabaseUnavailable("history load failed (injected fault)")
+        rows = await ctx.db.read(messages.active_messages, session_id)
+    except Exception as exc:  # noqa: BLE001 - upstream runs the turn without history
+        log.warning("history of session %r could not be loaded (%s); running the turn with empty history",
+                    session_id, type(exc).__name__)
+        return []
+    return conversation_history(rows)
+
+
+async def _begin(ctx: TurnContext, turn: ChatTurn, history: list[dict[str, Any]]) -> turns.TurnStart:
+    now = ctx.clock.now()
+    try:
+        if ctx.hooks.persistence_fails(turn.origin):  # an injected fault: the whole turn goes unrecorded
+            raise DatabaseUnavailable("turn not stored (injected fault)")
+        return await ctx.db.write(
+            turns.begin_turn, turn.session_id,
+            model=ctx.agent.model, system_prompt=SYSTEM_PROMPT, fresh_history=not history,
+            user_content=stored_user_content(turn.user_message), now=now,
+            compress_after=ctx.settings.compress_after_messages,
+            continuation_id=continuation_id(now, ctx.ids.continuation_suffix()),
+        )
+    except Exception as exc:  # noqa: BLE001 - a turn is not failed by its bookkeeping
+        log.error("session %r: the start of a turn could not be recorded (%s)", turn.session_id, type(exc).__name__)
+        return turns.TurnStart(turn.session_id)
+
+
+async def _finish(ctx: TurnContext, turn: ChatTurn, session_id: str, result: TurnResult) -> None:
+    try:
+        if ctx.hooks.persistence_fails(turn.origin):
+            raise DatabaseUnavailable("turn not stored (injected fault)")
+        await ctx.db.write(
+            turns.finish_turn, session_id, result.messages, result.usage,
+            model=ctx.agent.model, reported_model=result.model, now=ctx.clock.now(),
+        )
+    except Exception as exc:  # noqa: BLE001 - as in _begin
+        log.error("session %r: the end of a turn could not be recorded (%s)", session_id, type(exc).__name__)
+
+
+async def run_turn(ctx: TurnContext, turn: ChatTurn,
+                   on_event: Callable[[AgentEvent], None] | None = None) -> TurnOutcome:
+    """Run one turn to completion; `on_event` sees every agent event except the result."""
+    history = turn.history if turn.history is not None else await load_history(ctx, turn)
+    start = await _begin(ctx, turn, history)
+    request = TurnRequest(
+        turn.session_id,
+        [start.summary] if start.summary else history,
+        turn.user_message,
+        turn.system_message,
+    )
+    result: TurnResult | None = None
+    async for event in ctx.agent.run(request):
+        if isinstance(event, TurnResult):
+            result = event
+        elif on_event is not None and result is None:
+            on_event(event)
+    if result is None:
+        raise AgentError("the agent ended the turn without a result")
+    await _finish(ctx, turn, start.target_id, result)
+    return TurnOutcome(
+        start.target_id,
+        result.final_text,
+        result.usage,
+        [message_projection(m, sparse=True) for m in result.messages if m.get("role") in ("assistant", "tool")],
+    )
+
+
+async def answer(ctx: TurnContext, turn: ChatTurn, failure: type[AgentFailed] = AgentFailed) -> TurnOutcome:
+    """Run a turn for a client that waits for its outcome; an agent exception becomes `failure`.
+
+    The turn is spawned and shielded: the client going away cancels only the wait.
+    """
+    return await settle(turn, asyncio.shield(ctx.turns.spawn(run_turn(ctx, turn))), failure)
+
+
+async def settle(turn: ChatTurn, outcome: Any, failure: type[AgentFailed] = AgentFailed) -> TurnOutcome:
+    """Await a running turn's outcome; an agent exception is logged (its type only) and raised as `failure`."""
+    try:
+        return await outcome
+    except Exception as exc:  # noqa: BLE001 - any agent failure is the caller's 500 envelope
+        log.warning("session %r: the agent failed (%s)", turn.session_id, type(exc).__name__)
+        raise failure(exc) from None

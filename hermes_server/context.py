@@ -1,0 +1,52 @@
+"""AppContext: what every handler of one server shares besides the request.
+
+Built once by `app.py` and complete from the start: nothing is filled in later and
+nothing is optional. Test control changes behaviour only through what it is given
+here when the app is composed (`hooks`) and through the clock and id source's own
+modes, so a handler never asks whether a test feature is switched on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+from hermes_server.agents.base import Agent
+from hermes_server.chat.hooks import NO_HOOKS, Hooks
+from hermes_server.chat.replay import ReplayCache
+from hermes_server.chat.tasks import TurnTasks
+from hermes_server.config import Settings
+from hermes_server.domain.clock import Clock
+from hermes_server.domain.ids import IdSource
+from hermes_server.store.db import Database
+
+if TYPE_CHECKING:
+    from hermes_server.http.routing import Route
+
+
+@dataclass
+class AppContext:
+    """Shared by every request of one app instance."""
+
+    settings: Settings
+    db: Database
+    # The chat agent (`--agent`).
+    agent: Agent
+    # Every timestamp the server writes comes from here (manual in deterministic mode).
+    clock: Clock
+    # The random part of generated ids (seeded in deterministic mode).
+    ids: IdSource
+    # The routes this instance serves, which discovery describes.
+    routes: list[Route]
+    hooks: Hooks = NO_HOOKS
+    # Chat turns in flight; they outlive the request that started them.
+    turns: TurnTasks = field(default_factory=TurnTasks)
+    # /v1/chat/completions answers remembered by Idempotency-Key.
+    replays: ReplayCache = field(default_factory=ReplayCache)
+    # When this app began serving, as /health/detailed reports it.
+    started_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat())
+
+    def now(self) -> float:
+        """Current Unix time in float seconds."""
+        return self.clock.now()

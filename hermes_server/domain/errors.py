@@ -1,0 +1,81 @@
+"""The typed outcomes that code below the HTTP edge raises.
+
+Storage, the chat use cases and the fixture checks raise these; `http/errors.py`
+maps each type to its envelope in one table, so no layer below the edge knows
+what an HTTP answer looks like and no route converts an error itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+
+class DatabaseUnavailable(Exception):
+    """state.db cannot be opened right now; every route answers 503 until it can."""
+
+
+class SchemaMismatch(DatabaseUnavailable):
+    """state.db exists but is not at schema version 22; we refuse to touch it."""
+
+
+class SessionExists(Exception):
+    """The chosen id is taken (409)."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(session_id)
+        self.session_id = session_id
+
+
+class TitleConflict(Exception):
+    """A title is held by another session; str() is the client message (400)."""
+
+
+class AgentFailed(Exception):
+    """The agent raised during a turn that a client waits for (a 500 envelope).
+
+    `cause` is the agent's own exception; its text is shown to the client after
+    redaction, as upstream shows it.
+    """
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+class CompletionFailed(AgentFailed):
+    """The agent raised during a non-streamed `/v1/chat/completions` turn (worded as upstream words it)."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One reason a document was rejected."""
+
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}"
+
+
+class DocumentError(ValueError):
+    """A document (fixture, fault list, control request) was rejected whole.
+
+    `problems` says where and why (at least one); `code` is the envelope's code,
+    which names what kind of document it was.
+    """
+
+    def __init__(self, problems: Iterable[Problem], code: str = "invalid_fixture") -> None:
+        self.problems = list(problems)
+        self.code = code
+        first = self.problems[0] if self.problems else Problem("$", "invalid document")
+        more = len(self.problems) - 1
+        super().__init__(str(first) + (f" (and {more} more problem{'s' * (more > 1)})" if more else ""))
+
+    @property
+    def path(self) -> str:
+        return self.problems[0].path if self.problems else "$"
+
+    def report(self, subject: str) -> str:
+        """Every problem, one per line, under a heading that says nothing was written."""
+        return f"{subject} rejected, nothing written:\n" + "\n".join(f"  {p}" for p in self.problems)

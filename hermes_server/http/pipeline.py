@@ -1,0 +1,176 @@
+"""The request pipeline: one ASGI callable from the socket to the handler and back.
+
+It mirrors upstream's middleware order, outermost first:
+CORS → body-size limit → routing (framework 404/405) → handler → error mapping,
+and writes one access line per request whatever happened. It is one small class
+rather than a middleware stack because every request pays for each layer, and the
+order is easier to read in one place. Optional layers (test control) wrap it once,
+when the app is composed; nothing here asks whether they exist.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+from urllib.parse import quote
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import Message, Receive, Scope, Send
+
+from hermes_server.config import Settings
+from hermes_server.http.errors import ApiError, ErrorMap, body_too_large
+from hermes_server.http.logs import log_access, log_failure, new_request_id
+from hermes_server.http.responses import (
+    METHOD_NOT_ALLOWED_TEXT,
+    NOT_FOUND_TEXT,
+    SERVER_ERROR_TEXT,
+    EmptyResponse,
+    PlainTextResponse,
+)
+from hermes_server.http.routing import Route, Router
+
+log = logging.getLogger("hermes_server")
+
+_BODY_METHODS = {"POST", "PUT", "PATCH"}
+_CORS_BASE = {
+    "Access-Control-Allow-Methods": "GET, POST, DELETE, OPTIONS",
+    "Access-Control-Allow-Headers": "Authorization, Content-Type, Idempotency-Key",
+}
+# Where the pipeline leaves the matched route and the request id for outer layers and logs.
+ROUTE_KEY = "hermes.route"
+REQUEST_ID_KEY = "hermes.request_id"
+
+
+def cors_headers(settings: Settings, origin: str) -> dict[str, str] | None:
+    """Headers for an allowed browser origin, or None."""
+    if not origin or not settings.cors_origins:
+        return None
+    if "*" in settings.cors_origins:
+        return {**_CORS_BASE, "Access-Control-Allow-Origin": "*", "Access-Control-Max-Age": "600"}
+    if origin not in settings.cors_origins:
+        return None
+    return {**_CORS_BASE, "Access-Control-Allow-Origin": origin, "Vary": "Origin", "Access-Control-Max-Age": "600"}
+
+
+def _origin_allowed(settings: Settings, origin: str) -> bool:
+    if not origin:
+        return True
+    return bool(settings.cors_origins) and ("*" in settings.cors_origins or origin in settings.cors_origins)
+
+
+def _content_length_error(request: Request, limit: int) -> Response | None:
+    raw = request.headers.get("content-length")
+    if raw is None:
+        return None
+    try:
+        length = int(raw)
+    except ValueError:
+        return ApiError(400, "Invalid Content-Length header.", "invalid_content_length", secure=False).response()
+    if length > limit:
+        return body_too_large().response()
+    return None
+
+
+class Pipeline:
+    """The HTTP side of the app: `context` is handed to every handler as its second argument."""
+
+    def __init__(self, settings: Settings, router: Router, context: Any, errors: ErrorMap) -> None:
+        self.settings = settings
+        self.router = router
+        self.context = context
+        self.errors = errors
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = time.perf_counter()
+        request_id = new_request_id()
+        scope[REQUEST_ID_KEY] = request_id
+        status = 0
+        completed = False
+
+        async def send_and_note(message: Message) -> None:
+            nonlocal status, completed
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            elif message["type"] == "http.response.body" and not message.get("more_body", False):
+                completed = True
+            await send(message)
+
+        route: Route | None = None
+        try:
+            response, route = await self.dispatch(Request(scope, receive))
+            await response(scope, receive, send_and_note)
+        except Exception as exc:  # noqa: BLE001 - a bug while sending a response: report once, end cleanly
+            log_failure(exc, scope["method"], route.template if route else None, request_id)
+            if not completed:
+                await self._finish(send_and_note, started=status != 0)
+        except asyncio.CancelledError:
+            if not status:
+                raise
+            # Shutdown's grace period ran out: uvicorn cancels what is still running only
+            # to end it. End the stream with its last chunk (the client sees a closed
+            # stream, not a reset) and return normally: the request is over, not failed.
+            if not completed:
+                await self._finish(send_and_note, started=True)
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+        else:
+            if not completed:  # a stream that stopped early (its client left, or shutdown)
+                await self._finish(send_and_note, started=status != 0)
+        finally:
+            session_id = scope.get("path_params", {}).get("session_id") if route else None
+            log_access(scope["method"], route.template if route else None, status,
+                       time.perf_counter() - started, session_id, request_id)
+
+    @staticmethod
+    async def _finish(send: Send, *, started: bool) -> None:
+        """Complete a response the app left open: upstream's bare 500 before any byte, else the last chunk."""
+        try:
+            if started:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+            else:
+                await PlainTextResponse(SERVER_ERROR_TEXT, 500)({"type": "http"}, _no_receive, send)
+        except Exception:  # noqa: BLE001 - the client is gone; nothing more to tell it
+            log.debug("could not finish a response", exc_info=True)
+
+    async def dispatch(self, request: Request) -> tuple[Response, Route | None]:
+        """Run the pipeline for one request; returns the response and the matched route."""
+        settings = self.settings
+        origin = request.headers.get("origin", "")
+        if not _origin_allowed(settings, origin):
+            return EmptyResponse(403), None
+        cors = cors_headers(settings, origin)
+        method = request.method
+        if method == "OPTIONS":
+            return (EmptyResponse(403) if cors is None else Response(status_code=200, headers=cors)), None
+        if method in _BODY_METHODS:
+            refused = _content_length_error(request, settings.max_request_bytes)
+            if refused is not None:
+                return refused, None
+        raw_path = request.scope.get("raw_path") or quote(request.scope["path"]).encode()
+        match = self.router.resolve(method, raw_path.decode("latin-1"))
+        if match.route is None:
+            return PlainTextResponse(NOT_FOUND_TEXT, 404), None
+        request.scope["path_params"] = match.params
+        request.scope[ROUTE_KEY] = match.route
+        if match.endpoint is None:
+            return PlainTextResponse(METHOD_NOT_ALLOWED_TEXT, 405, {"Allow": match.route.allow}), match.route
+        try:
+            response = await match.endpoint(request, self.context)
+        except Exception as exc:  # noqa: BLE001 - mapped below, or reported as a bug
+            response = self.errors.render(exc) or self._crash(exc, request, match.route)
+        if cors:
+            response.headers.update(cors)
+        return response, match.route
+
+    @staticmethod
+    def _crash(exc: Exception, request: Request, route: Route) -> Response:
+        log_failure(exc, request.method, route.template, request.scope[REQUEST_ID_KEY])
+        return PlainTextResponse(SERVER_ERROR_TEXT, 500)
+
+
+async def _no_receive() -> Message:
+    return {"type": "http.disconnect"}

@@ -1,0 +1,99 @@
+"""The OpenAPI 3.1 document, generated from the live route table.
+
+Paths and methods come only from the route table `app.py` composes; each method of a
+route carries an `Operation` (summary, responses, body, feature flags), so nothing
+describes a path twice. `/v1/capabilities` reads the same operations.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from hermes_server import UPSTREAM_VERSION, __version__
+from hermes_server.http.routing import Operation, Route
+from hermes_server.openapi.schemas import PARAMETERS, RESPONSES, SCHEMAS, ref
+
+# Order in which methods of one path appear in the document.
+_METHOD_ORDER = ("GET", "POST", "PUT", "PATCH", "DELETE")
+
+
+def _method_rank(method: str) -> tuple[int, str]:
+    return (_METHOD_ORDER.index(method) if method in _METHOD_ORDER else len(_METHOD_ORDER), method)
+
+
+def _path_parameters(template: str) -> list[dict[str, str]]:
+    return [ref("parameters", part[1:-1]) for part in template.split("/") if part.startswith("{")]
+
+
+def _operation_id(route: Route, method: str, op: Operation) -> str:
+    return op.capability or f"{route.name}_{method.lower()}"
+
+
+def _operation(route: Route, method: str, op: Operation) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "operationId": _operation_id(route, method, op),
+        "summary": op.summary,
+    }
+    parameters = _path_parameters(route.template)
+    parameters += [ref("parameters", name) for name in (*op.query, *op.headers)]
+    if parameters:
+        body["parameters"] = parameters
+    if op.body:
+        body["requestBody"] = {"required": True,
+                               "content": {"application/json": {"schema": ref("schemas", op.body)}}}
+    body["responses"] = {str(status): ref("responses", name) for status, name in sorted(op.responses.items())}
+    body["security"] = [{"bearer": []}] if op.auth else []
+    return body
+
+
+def operations(routes: Iterable[Route]) -> Iterable[tuple[Route, str, Operation]]:
+    """Every documented (route, method, operation), in table order.
+
+    A method without an Operation is left out rather than guessed at (a test requires
+    one for every method), so discovery never claims more than is described.
+    """
+    for route in routes:
+        for method in sorted(route.methods, key=_method_rank):
+            if method in route.docs:
+                yield route, method, route.docs[method]
+
+
+def _session_links(served: list[tuple[Route, str, Operation]]) -> dict[str, Any]:
+    """From any answer carrying a session, every served operation on that session."""
+    return {
+        _operation_id(route, method, op): {
+            "operationId": _operation_id(route, method, op),
+            "parameters": {"session_id": "$response.body#/session/id"},
+        }
+        for route, method, op in served if "{session_id}" in route.template
+    }
+
+
+def build_document(routes: Iterable[Route]) -> dict[str, Any]:
+    """The OpenAPI 3.1 document for exactly the routes being served."""
+    served = list(operations(routes))
+    paths: dict[str, Any] = {}
+    for route, method, op in served:
+        paths.setdefault(route.template, {})[method.lower()] = _operation(route, method, op)
+    responses = {**RESPONSES, "Session": {**RESPONSES["Session"], "links": _session_links(served)}}
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "hermes-server",
+            "version": __version__,
+            "summary": f"The Hermes Agent persistent-session API, as served by hermes-agent {UPSTREAM_VERSION}.",
+            "description": (
+                "Every path below is served by this instance. Errors use the envelope "
+                "`{\"error\": {\"message\", \"type\", \"param\", \"code\"}}`; unknown paths answer "
+                "404 and wrong methods 405 (`text/plain`, with `Allow`), as upstream does."
+            ),
+        },
+        "paths": paths,
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "parameters": PARAMETERS,
+            "responses": responses,
+            "schemas": SCHEMAS,
+        },
+        "security": [{"bearer": []}],
+    }

@@ -1,0 +1,195 @@
+"""Every option of `hermes-server serve` in one table: flag, environment variable, default, parser.
+
+A value comes from its flag, else from its environment variable (blank counts as
+unset), else the default, and goes through the same parser whichever it came from,
+so a bad value is refused with one line naming where it came from, never a traceback.
+`--help` is generated from the same rows, so it cannot disagree with what is read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from hermes_server.agents import AGENT_NAMES
+from hermes_server.http.logs import FORMATS, LEVELS
+
+Parser = Callable[[str], Any]
+_TRUE = ("1", "true", "yes")
+
+
+class OptionError(ValueError):
+    """A value an option refuses; str() completes "<where the value came from> …"."""
+
+
+def env_text(name: str) -> str | None:
+    """An environment variable's value, trimmed; None when unset or blank."""
+    value = os.environ.get(name, "").strip()
+    return value or None
+
+
+def text(value: str) -> str:
+    return value
+
+
+def path(value: str) -> Path:
+    return Path(value.strip()).expanduser()
+
+
+def whole(minimum: int, maximum: int | None = None) -> Parser:
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise OptionError(f"must be a whole number, got {value!r}") from None
+        if number < minimum:
+            raise OptionError(f"must be at least {minimum}")
+        if maximum is not None and number > maximum:
+            raise OptionError(f"must be at most {maximum}")
+        return number
+    return parse
+
+
+def positive(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise OptionError(f"must be a number of seconds, got {value!r}") from None
+    if not number > 0:
+        raise OptionError("must be greater than 0")
+    return number
+
+
+def one_of(choices: Sequence[str]) -> Parser:
+    def parse(value: str) -> str:
+        if value not in choices:
+            raise OptionError(f"must be one of {', '.join(choices)}, got {value!r}")
+        return value
+    return parse
+
+
+def origins(value: str) -> tuple[str, ...]:
+    return tuple(o.strip() for o in value.split(",") if o.strip())
+
+
+@dataclass(frozen=True)
+class Option:
+    """One row of the table. `dest` is the Settings field (or CLI-only name) it fills."""
+
+    dest: str
+    flag: str
+    env: str | None
+    default: Any
+    parse: Parser
+    help: str
+    group: str = "server"
+    switch: bool = False
+    metavar: str | None = None
+    # How the default reads in --help, when not str(default).
+    shown_default: str | None = None
+
+    def help_text(self) -> str:
+        where = [f"env {self.env}" + ("=1" if self.switch else "")] if self.env else []
+        if not self.switch:
+            shown = self.shown_default or ("none" if self.default is None else str(self.default))
+            where.append(f"default {shown}")
+        else:
+            where.append("default off")
+        return f"{self.help} ({'; '.join(where)})"
+
+    def resolve(self, given: Any) -> Any:
+        """The value from the flag (`given`), else the environment, else the default."""
+        if self.switch:
+            from_env = self.env is not None and (env_text(self.env) or "").lower() in _TRUE
+            return bool(given) or from_env
+        if given is not None:
+            source, raw = self.flag, given
+        elif self.env and env_text(self.env) is not None:
+            raw = env_text(self.env)
+            source = f"{self.env}={raw!r}"
+        else:
+            return self.default
+        try:
+            return self.parse(raw)
+        except OptionError as exc:
+            raise SystemExit(f"hermes-server: {source} {exc}") from None
+
+
+HOME = Option("home", "--home", "HERMES_HOME", Path.home() / ".hermes", path,
+              "HERMES_HOME directory holding state.db; an existing Hermes home works", metavar="DIR",
+              shown_default="~/.hermes")
+
+SERVE_OPTIONS: tuple[Option, ...] = (
+    HOME,
+    Option("host", "--host", "API_SERVER_HOST", "127.0.0.1", text, "address to listen on", metavar="ADDR"),
+    Option("port", "--port", "API_SERVER_PORT", 8642, whole(1, 65535), "port to listen on", metavar="N"),
+    Option("api_key", "--api-key", "API_SERVER_KEY", None, text,
+           "bearer key clients must send; generated and printed when absent", metavar="KEY",
+           shown_default="generated"),
+    Option("no_auth", "--no-auth", "HERMES_SERVER_NO_AUTH", False, text,
+           "run without any key, as upstream does when none is configured "
+           "(all routes open; X-Hermes-Session-Key answered 403)", switch=True),
+    Option("model_name", "--model-name", "API_SERVER_MODEL_NAME", "hermes-agent", text,
+           "advertised model name, the default `model` of new sessions", metavar="NAME"),
+    Option("cors_origins", "--cors-origins", "API_SERVER_CORS_ORIGINS", (), origins,
+           "comma-separated browser origins allowed, or *", metavar="LIST",
+           shown_default="none: any Origin header is refused with 403"),
+    Option("log_level", "--log-level", "HERMES_SERVER_LOG_LEVEL", "info", one_of(LEVELS),
+           f"log verbosity: {', '.join(LEVELS)}", metavar="LEVEL"),
+    Option("log_format", "--log-format", "HERMES_SERVER_LOG_FORMAT", "text", one_of(FORMATS),
+           "text lines, or one JSON object per line for log collectors", metavar="FORMAT"),
+    Option("shutdown_grace_seconds", "--shutdown-grace", "HERMES_SERVER_SHUTDOWN_GRACE", 10.0, positive,
+           "on SIGTERM/SIGINT, how long in-flight requests and open chat streams may run on before they are cut",
+           metavar="SECONDS", shown_default="10"),
+    Option("agent", "--agent", "HERMES_SERVER_AGENT", "echo", one_of(AGENT_NAMES),
+           "who answers chat turns: echo (offline, deterministic), openai (an OpenAI-compatible "
+           "chat-completions server), script (replies read from --agent-script)", group="chat", metavar="NAME"),
+    Option("agent_base_url", "--agent-base-url", "HERMES_SERVER_AGENT_BASE_URL", None, text,
+           "openai agent: base URL ending before /chat/completions, e.g. http://127.0.0.1:8080/v1",
+           group="chat", metavar="URL"),
+    Option("agent_model", "--agent-model", "HERMES_SERVER_AGENT_MODEL", None, text,
+           "openai agent: model name to request", group="chat", metavar="NAME", shown_default="--model-name"),
+    Option("agent_api_key", "--agent-api-key", "HERMES_SERVER_AGENT_API_KEY", None, text,
+           "openai agent: bearer key for the backend", group="chat", metavar="KEY"),
+    Option("agent_script", "--agent-script", "HERMES_SERVER_AGENT_SCRIPT", None, path,
+           "script agent: JSON file of replies, tool runs, delays and failures, re-read every turn "
+           "(format in hermes_server/agents/script.py)", group="chat", metavar="FILE"),
+    Option("keepalive_seconds", "--keepalive-seconds", "HERMES_SERVER_KEEPALIVE_SECONDS", 30.0, positive,
+           "chat stream: seconds without an event before a `: keepalive` comment", group="chat",
+           metavar="S", shown_default="30, as upstream"),
+    Option("compress_after_messages", "--compress-after-messages", "HERMES_SERVER_COMPRESS_AFTER_MESSAGES",
+           None, whole(1), "rotate a session into a compression continuation when a turn would take its active "
+           "transcript past N messages", group="chat", metavar="N", shown_default="off"),
+    Option("fixture_path", "--fixture", "HERMES_SERVER_FIXTURE", None, path,
+           "merge this fixture file into state.db at start; POST /_fixture/reset returns to it",
+           group="test control", metavar="FILE"),
+    Option("fixture_api", "--fixture-api", "HERMES_SERVER_FIXTURE_API", False, text,
+           "serve the /_fixture/ control API (reset, seed, faults, request journal, clock), "
+           "behind the same bearer key (off: 404)", group="test control", switch=True),
+    Option("deterministic", "--deterministic", "HERMES_SERVER_DETERMINISTIC", False, text,
+           "reproducible generated ids (still api_<seconds>_<8 hex>) and a clock that starts at "
+           "2030-01-01T00:00:00Z and moves 1 ms per reading", group="test control", switch=True),
+)
+
+GROUP_TITLES = {"chat": "chat", "test control": "test control"}
+
+
+def add_options(parser: argparse.ArgumentParser, options: Sequence[Option]) -> None:
+    """Add each option as a flag (read as text; `resolve` parses it) under its group."""
+    groups: dict[str, Any] = {}
+    for option in options:
+        target = parser if option.group == "server" else groups.setdefault(
+            option.group, parser.add_argument_group(GROUP_TITLES[option.group]))
+        if option.switch:
+            target.add_argument(option.flag, dest=option.dest, action="store_true", help=option.help_text())
+        else:
+            target.add_argument(option.flag, dest=option.dest, default=None, metavar=option.metavar,
+                                help=option.help_text())
+
+
+def resolve_all(args: argparse.Namespace, options: Sequence[Option]) -> dict[str, Any]:
+    """Every option's value, by its `dest`."""
+    return {option.dest: option.resolve(getattr(args, option.dest)) for option in options}

@@ -1,0 +1,45 @@
+"""What more than one route family needs: the path session, the identity headers, query values.
+
+The one module routes may share; route modules never import each other.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qsl
+
+from starlette.requests import Request
+
+from hermes_server.context import AppContext
+from hermes_server.http.errors import session_not_found
+from hermes_server.store import sessions
+
+# Chat reads X-Hermes-Session-Key and answers with X-Hermes-Session-Id, so serving it
+# makes both header features true in /v1/capabilities.
+CHAT_HEADER_FEATURES = ("session_key_header", "session_continuity_header")
+
+
+async def existing_session(ctx: AppContext, session_id: str) -> dict[str, Any]:
+    """The exact row for a path id: 503 when storage is down, else 404 when absent."""
+    await ctx.db.ensure_open()
+    row = await ctx.db.read(sessions.get_session, session_id)
+    if row is None:
+        raise session_not_found(session_id)
+    return row
+
+
+def identity_headers(session_id: str, key: str | None) -> dict[str, str]:
+    """`X-Hermes-Session-Id`, plus the echoed `X-Hermes-Session-Key` when one was sent."""
+    headers = {"X-Hermes-Session-Id": session_id}
+    if key:
+        headers["X-Hermes-Session-Key"] = key
+    return headers
+
+
+def first_query_values(request: Request) -> dict[str, str]:
+    """Each query parameter's first value (upstream reads `request.query.get`)."""
+    first: dict[str, str] = {}
+    query = request.scope.get("query_string", b"").decode("utf-8", "replace")
+    for key, value in parse_qsl(query, keep_blank_values=True):
+        first.setdefault(key, value)
+    return first

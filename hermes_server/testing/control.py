@@ -1,0 +1,66 @@
+"""The test-control state of one server (`serve --fixture-api`) and how it is composed in.
+
+`app.py` builds one `Control` and asks it, once, to wrap every route's handlers
+with the fault layer and add the /_fixture/ routes (`wrap_routes`), for the hooks
+the context is built with (`hooks`), and to stack the journal and transport layers
+around the pipeline (`wrap_app`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from starlette.types import ASGIApp
+
+from hermes_server.chat.hooks import Hooks
+from hermes_server.http.errors import ErrorMap
+from hermes_server.http.routing import Route
+from hermes_server.store.db import Database
+from hermes_server.testing.fault_layer import FaultHooks, FaultLayer, KeepTransport
+from hermes_server.testing.faults import FaultRegistry
+from hermes_server.testing.journal import Journal, JournalLayer
+from hermes_server.testing.load import LoadResult, StartFixture, reset_state
+from hermes_server.testing.routes import build_fixture_routes
+
+if TYPE_CHECKING:
+    from hermes_server.context import AppContext
+
+# How long a reset waits for chat turns still running before it wipes the state anyway.
+RESET_TURN_WAIT_SECONDS = 10.0
+
+
+class Control:
+    """Installed faults, the request journal and the start fixture of one server."""
+
+    def __init__(self, route_names: list[str], start_fixture: StartFixture | None) -> None:
+        self.faults = FaultRegistry(route_names)
+        self.journal = Journal()
+        self.start_fixture = start_fixture
+        self.hooks: Hooks = FaultHooks(self.faults)
+
+    async def reset(self, ctx: AppContext, to_fixture: bool) -> LoadResult:
+        """Back to the start: no faults, an empty journal, a rewound clock and id source, and an
+        empty database or exactly the start fixture. The storage outage a fault began ends too.
+
+        Chat turns still running (a client that went away does not stop them) are given
+        time to finish first, so none of them writes into the fresh state.
+        """
+        await ctx.turns.wait(RESET_TURN_WAIT_SECONDS)
+        self.faults.clear()
+        self.journal.clear()
+        ctx.db.end_outage()
+        ctx.clock.restart()
+        ctx.ids.restart()
+        if to_fixture and self.start_fixture is not None:
+            return await self.start_fixture.load(ctx.db, ctx.now(), replace=True)
+        return await reset_state(ctx.db)
+
+    def wrap_routes(self, routes: list[Route], errors: ErrorMap, db: Database) -> list[Route]:
+        """Every route with the fault layer around its handlers, then the /_fixture/ routes."""
+        layer = FaultLayer(self.faults, errors, db)
+        return [layer.wrap(route) for route in routes] + build_fixture_routes(self)
+
+    def wrap_app(self, app: ASGIApp) -> ASGIApp:
+        """The pipeline inside the journal, inside the layer that keeps the transport."""
+        return KeepTransport(JournalLayer(app, self.journal))
+

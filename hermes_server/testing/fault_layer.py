@@ -1,0 +1,197 @@
+"""Making installed faults act: around every handler, at the use cases' hooks, on the connection.
+
+Composed in once, when the app is built with `serve --fixture-api`:
+`wrap_routes` wraps each route's handlers, `FaultHooks` is the context's hooks
+object, and `KeepTransport` is the outermost ASGI layer, keeping uvicorn's own
+`send` in the scope because dropping a connection needs its transport. The
+default server has none of this and pays nothing for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import struct
+from typing import Any, AsyncIterator, Mapping
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from hermes_server.http.errors import ErrorMap
+from hermes_server.http.routing import Endpoint, Route
+from hermes_server.store.db import Database
+from hermes_server.testing.faults import PIPELINE_KINDS, FaultRegistry, RequestContext
+
+# Where the layers leave what they share in the request's scope.
+RAW_SEND = "hermes.raw_send"
+RESET_MARK = "hermes.connection_reset"
+FAULTS_KEY = "hermes.faults"
+
+
+class InjectedDisconnect(Exception):
+    """Raised by a hook to drop the connection with no response at all (see ConnectionReset)."""
+
+
+class KeepTransport:
+    """Outermost layer: remember uvicorn's `send`, whose transport a connection reset closes."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            scope[RAW_SEND] = send
+        await self.app(scope, receive, send)
+
+
+def request_faults(scope: Mapping[str, Any] | None) -> RequestContext | None:
+    """The fault bookkeeping of the request `scope` belongs to (None outside a wrapped handler)."""
+    return None if scope is None else scope.get(FAULTS_KEY)
+
+
+class FaultLayer:
+    """Runs a handler with the pipeline faults around it.
+
+    Error outcomes are rendered here with the app's error map too, so an `after`
+    fault also replaces a handler's error answer.
+    """
+
+    def __init__(self, registry: FaultRegistry, errors: ErrorMap, db: Database) -> None:
+        self.registry = registry
+        self.errors = errors
+        self.db = db
+
+    def wrap(self, route: Route) -> Route:
+        """The route with each handler wrapped (done once, when the app is built)."""
+        return route.with_methods({method: self._wrapped(endpoint, route.name)
+                                   for method, endpoint in route.methods.items()})
+
+    def _wrapped(self, endpoint: Endpoint, route_name: str) -> Endpoint:
+        async def call(request: Request, ctx: Any) -> Response:
+            return await self.call(endpoint, request, ctx, route_name)
+        return call
+
+    async def call(self, endpoint: Endpoint, request: Request, ctx: Any, route_name: str) -> Response:
+        faults = RequestContext(route_name, request.method, request.path_params.get("session_id"))
+        request.scope[FAULTS_KEY] = faults
+        injected = await self._act(faults, "before")
+        if injected is not None:
+            return injected
+        try:
+            response = await endpoint(request, ctx)
+        except InjectedDisconnect:
+            return ConnectionReset()
+        except Exception as exc:  # noqa: BLE001 - rendered as the pipeline would, or left to it as a bug
+            rendered = self.errors.render(exc)
+            if rendered is None:
+                raise
+            response = rendered
+        return await self._act(faults, "after") or response
+
+    async def _act(self, faults: RequestContext, when: str) -> Response | None:
+        """Pipeline faults: before the handler a response replaces it; after it (its writes are
+        durable) a response replaces the answer."""
+        for fault in self.registry.firing(faults, PIPELINE_KINDS, when):
+            if fault.kind == "storage_unavailable" and when == "before":
+                self.db.fail_for(fault.params["duration_ms"] / 1000)
+            elif fault.kind == "latency":
+                await asyncio.sleep(fault.params["latency_ms"] / 1000)
+            elif fault.kind == "status":
+                return fault.error().response()
+            elif fault.kind == "connection_reset":
+                return ConnectionReset()
+        return None
+
+
+class FaultHooks:
+    """The context's hooks when faults may be installed (chat/hooks.py is the protocol)."""
+
+    def __init__(self, registry: FaultRegistry) -> None:
+        self.registry = registry
+
+    def _decide(self, scope: Mapping[str, Any] | None, kind: str, **where: Any) -> Any:
+        faults = request_faults(scope)
+        return None if faults is None else self.registry.decide(faults, kind, **where)
+
+    def fork_step_done(self, scope: Mapping[str, Any], step: int) -> None:
+        """After fork's write number `step`: maybe stop here.
+
+        The interruption is a dropped connection by default (the client cannot know
+        what was written), or the error envelope the fault names.
+        """
+        fault = self._decide(scope, "fork_interrupted", after_step=step)
+        if fault is None:
+            return
+        if "status" in fault.params:
+            raise fault.error()
+        raise InjectedDisconnect(f"fork interrupted after step {step} (fault {fault.id})")
+
+    def history_load_fails(self, scope: Mapping[str, Any] | None) -> bool:
+        return self._decide(scope, "history_load_failure") is not None
+
+    def persistence_fails(self, scope: Mapping[str, Any] | None) -> bool:
+        return self._decide(scope, "persistence_failure") is not None
+
+    def stream(self, scope: Mapping[str, Any], frames: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        """The stream's frames, or, when a `stream_cut` fault fires, the first N events and then
+        a dropped connection: no `done`, no clean end of the body. The turn itself goes on and
+        is stored, as upstream's agent keeps running when its client goes away."""
+        fault = self._decide(scope, "stream_cut")
+        if fault is None:
+            return frames
+        return _cut_after(frames, fault.params["after_events"], scope)
+
+
+async def _cut_after(frames: AsyncIterator[bytes], events: int, scope: Any) -> AsyncIterator[bytes]:
+    sent = 0
+    try:
+        async for frame in frames:
+            if frame.startswith(b"event:"):
+                if sent >= events:
+                    break
+                sent += 1
+            yield frame
+        else:
+            return  # the stream ended before the cut point: nothing to cut
+        await abort_connection(scope)
+    finally:
+        await frames.aclose()  # type: ignore[attr-defined]
+
+
+async def abort_connection(scope: Scope) -> None:
+    """Drop the client's TCP connection with a reset, so it sees no response at all.
+
+    ASGI has no message for this, so we use the transport behind uvicorn's `send`
+    (KeepTransport leaves it in the scope): SO_LINGER 0 turns the close into a RST.
+    """
+    scope[RESET_MARK] = True
+    cycle = getattr(scope.get(RAW_SEND), "__self__", None)
+    transport = getattr(cycle, "transport", None)
+    if transport is None:
+        raise RuntimeError("connection_reset needs uvicorn's HTTP transport")
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        except OSError:
+            pass  # a plain close is still a dropped connection
+    transport.abort()
+    # uvicorn learns of the loss on a later loop turn; until then it would still try to answer.
+    for _ in range(100):
+        if getattr(cycle, "disconnected", True):
+            break
+        await asyncio.sleep(0)
+
+
+class ConnectionReset(Response):
+    """A 'response' that sends nothing and resets the connection."""
+
+    def __init__(self) -> None:
+        super().__init__(status_code=599)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await abort_connection(scope)
+        # Tell the pipeline the exchange is over (uvicorn drops messages for a lost connection),
+        # so it does not try to end an unfinished response with a 500.
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
