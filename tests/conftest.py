@@ -7,7 +7,7 @@ from typing import Iterator
 
 import pytest
 
-from tests.server import RunningServer, start_server
+from tests.support.server import RunningServer, start_server
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,7 @@ import pytest
 import yaml
 from packaging.requirements import Requirement
 
-from tests.server import clean_env, free_port
+from tests.support.server import clean_env, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILE = ROOT / "Dockerfile"

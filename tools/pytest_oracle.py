@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 from oracle_common import ORACLE_DIR, stop_oracle
 
-from tests.server import KEY, RunningServer
+from tests.support.server import KEY, RunningServer
 
 _PORTS = itertools.count(18830, 2)
 

@@ -16,10 +16,10 @@ from hermes_server.domain.compression import continuation_id, needs_rotation
 from hermes_server.agents.echo import echo_reply
 from hermes_server.agents.openai import map_usage
 from hermes_server.agents.script import parse_script
-from tests.api.support import create_session as create
+from tests.support.http import create_session as create
 from tests.fake_openai import FakeOpenAI
-from tests.server import RunningServer, free_port, start_server
-from tests.sse import events, stream_chat
+from tests.support.server import RunningServer, free_port, start_server
+from tests.support.sse import events, stream_chat
 
 
 # -- pure rules ------------------------------------------------------------------

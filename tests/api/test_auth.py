@@ -7,8 +7,8 @@ from typing import Iterator
 import httpx
 import pytest
 
-from tests.api.support import JSON_TYPE, raw_request
-from tests.server import KEY, RunningServer, start_server
+from tests.support.http import JSON_TYPE, raw_request
+from tests.support.server import KEY, RunningServer, start_server
 
 UNAUTHORIZED = {"error": {"message": "Invalid API key", "type": "invalid_request_error", "code": "invalid_api_key"}}
 

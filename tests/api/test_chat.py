@@ -12,10 +12,10 @@ import httpx
 import pytest
 
 from hermes_server.agents.base import SYSTEM_PROMPT
-from tests.api.support import create_session as create
-from tests.api.support import raw_request, session_row
-from tests.server import RunningServer, error, start_server
-from tests.sse import events, stream_chat
+from tests.support.http import create_session as create, error, raw_request
+from tests.support.db import session_row
+from tests.support.server import RunningServer, start_server
+from tests.support.sse import events, stream_chat
 
 SECURITY = {"content-security-policy", "x-frame-options", "x-content-type-options", "referrer-policy"}
 

@@ -19,8 +19,8 @@ import httpx
 import openai
 import pytest
 
-from tests.api.support import JSON_TYPE, SECURITY_HEADERS, raw_request
-from tests.server import KEY, RunningServer, error, start_server, start_with_script
+from tests.support.http import JSON_TYPE, SECURITY_HEADERS, error, raw_request
+from tests.support.server import KEY, RunningServer, start_server, start_with_script
 
 PATH = "/v1/chat/completions"
 COMPLETION_ID = re.compile(r"chatcmpl-[0-9a-f]{29}")

@@ -12,7 +12,7 @@ from typing import Iterator
 import httpx
 import pytest
 
-from tests.server import clean_env, free_port
+from tests.support.server import clean_env, free_port
 
 GOOD_KEY = "cli-key-0123456789abcdef"
 

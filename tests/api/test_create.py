@@ -8,8 +8,10 @@ import time
 
 import pytest
 
-from tests.api.support import JSON_TYPE, raw_request, sql
-from tests.server import RunningServer, error
+from tests.support.db import sql
+
+from tests.support.http import JSON_TYPE, error, raw_request
+from tests.support.server import RunningServer
 
 INVALID_ID = error("invalid_session_id", "Invalid session ID")
 TOO_LONG_ID = error("invalid_session_id", "Session ID too long")

@@ -17,7 +17,7 @@ from hermes_server.http.responses import SECURITY_HEADERS
 from hermes_server.http.routing import Route
 from hermes_server.http.routing import Operation
 from hermes_server.routes.discovery import capabilities_body
-from tests.server import RunningServer, start_server
+from tests.support.server import RunningServer, start_server
 
 ORACLE = json.loads((Path(__file__).parents[1] / "fixtures" / "oracle_discovery.json").read_text())["probes"]
 MAX_BODY = 64 * 1024

@@ -11,8 +11,10 @@ from typing import Any, Iterator
 import httpx
 import pytest
 
-from tests.server import RunningServer, error, start_server, start_with_script
-from tests.sse import parse_frames
+from tests.support.http import error
+
+from tests.support.server import RunningServer, start_server, start_with_script
+from tests.support.sse import parse_frames
 
 SECURITY = ("content-security-policy", "x-frame-options", "referrer-policy")
 TRANSPORT_ERRORS = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError, httpx.ConnectError)

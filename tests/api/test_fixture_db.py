@@ -18,8 +18,9 @@ from typing import Any, Iterator
 
 import pytest
 
-from tests.api.support import session_row
-from tests.server import RunningServer, error, start_server
+from tests.support.db import session_row
+from tests.support.http import error
+from tests.support.server import RunningServer, start_server
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 MANIFEST = json.loads((FIXTURES / "seed_manifest.json").read_text())

@@ -14,8 +14,8 @@ from typing import Any, Iterator
 import httpx
 import pytest
 
-from tests.server import RunningServer, start_server
-from tests.sse import stream_chat
+from tests.support.server import RunningServer, start_server
+from tests.support.sse import stream_chat
 
 T0 = 1_800_000_000.0
 

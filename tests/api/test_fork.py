@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.api.support import create_session as create
-from tests.server import RunningServer, error
+from tests.support.http import create_session as create, error
+from tests.support.server import RunningServer
 
 SESSION_KEYS = [
     "id", "source", "user_id", "model", "title", "started_at", "ended_at", "end_reason", "message_count",

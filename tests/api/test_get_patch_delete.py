@@ -7,9 +7,10 @@ from typing import Any
 
 import pytest
 
-from tests.api.support import create_session as make
-from tests.api.support import database_opened, insert_message, insert_session, raw_request, sql  # noqa: F401
-from tests.server import RunningServer, error
+from tests.support.http import create_session as make, error
+from tests.support.db import database_opened, insert_message, insert_session, sql  # noqa: F401
+from tests.support.http import raw_request  # noqa: F401
+from tests.support.server import RunningServer
 
 INVALID_JSON = error(None, "Invalid JSON in request body")
 T0 = 1_700_000_000.0

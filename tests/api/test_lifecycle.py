@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import sqlite3
 
-from tests.server import RunningServer
+from tests.support.server import RunningServer
 
 SID = "support-case-example-2030"
 CHILD = "support-case-example-2030-alternative"

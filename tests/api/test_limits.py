@@ -6,8 +6,8 @@ from typing import Iterator
 
 import pytest
 
-from tests.api.support import JSON_TYPE, TEXT_TYPE, raw_request
-from tests.server import RunningServer, error
+from tests.support.http import JSON_TYPE, TEXT_TYPE, error, raw_request
+from tests.support.server import RunningServer
 
 LIMIT = 10_000_000
 TOO_LARGE = error("body_too_large", "Request body too large.")

@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 
-from tests.api.support import JSON_TYPE, database_opened, insert_message, insert_session, raw_request, sql  # noqa: F401
-from tests.server import RunningServer
+from tests.support.db import database_opened, insert_message, insert_session, sql  # noqa: F401
+
+from tests.support.http import JSON_TYPE, raw_request  # noqa: F401
+from tests.support.server import RunningServer
 
 T0 = 1_700_000_000.0
 

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.api.support import JSON_TYPE, database_opened, insert_message, insert_session, raw_request  # noqa: F401
-from tests.server import RunningServer, error
+from tests.support.db import database_opened, insert_message, insert_session  # noqa: F401
+
+from tests.support.http import JSON_TYPE, raw_request  # noqa: F401
+from tests.support.http import error
+from tests.support.server import RunningServer
 
 T0 = 1_700_000_000.0
 KEYS = ["id", "session_id", "role", "content", "tool_call_id", "tool_calls", "tool_name", "timestamp",

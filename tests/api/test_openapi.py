@@ -22,7 +22,7 @@ from hermes_server.http.routing import Route
 from hermes_server.openapi.schemas import PARAMETERS, RESPONSES, SCHEMAS
 from hermes_server.testing.control import Control
 from hermes_server.testing.routes import build_fixture_routes
-from tests.server import RunningServer, start_server
+from tests.support.server import RunningServer, start_server
 
 MAX_EXAMPLES = 25
 SEED = 20260

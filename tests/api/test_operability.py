@@ -15,8 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.server import KEY, RunningServer, start_server, start_with_script
-from tests.sse import events, parse_frames, stream_chat
+from tests.support.server import KEY, RunningServer, start_server, start_with_script
+from tests.support.sse import events, parse_frames, stream_chat
 
 SECRETS = {
     "title": "TITLE-MARKER-7f3a",

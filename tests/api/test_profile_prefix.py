@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.server import RunningServer, error
+from tests.support.http import error
+
+from tests.support.server import RunningServer
 
 
 def test_prefixed_routes_answer_like_the_plain_ones(server: RunningServer) -> None:

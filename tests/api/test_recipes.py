@@ -16,8 +16,8 @@ from typing import Any, Callable, Iterator
 import httpx
 import pytest
 
-from tests.server import KEY, RunningServer, start_server
-from tests.sse import parse_frames
+from tests.support.server import KEY, RunningServer, start_server
+from tests.support.sse import parse_frames
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "testing-connectors.md"
 

@@ -1,6 +1,6 @@
 """End-to-end smoke: the README's first request sequence works on a fresh state.db."""
 
-from tests.server import RunningServer
+from tests.support.server import RunningServer
 
 
 def test_create_list_get_delete(fresh_server: RunningServer) -> None:

@@ -22,8 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.api.support import raw_request, sql
-from tests.server import KEY, RunningServer, clean_env, error, free_port, start_server
+from tests.support.db import sql
+
+from tests.support.http import error, raw_request
+from tests.support.server import KEY, RunningServer, clean_env, free_port, start_server
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 ORACLE_PY = Path(os.environ.get("ORACLE_VENV", "/tmp/hermes-oracle-venv")) / "bin" / "python"

@@ -15,9 +15,9 @@ from typing import Any, Iterator
 import httpx
 import pytest
 
-from tests.api.support import create_session as create
-from tests.server import RunningServer, error, start_with_script
-from tests.sse import Frame, events, parse_frames, stream_chat
+from tests.support.http import create_session as create, error
+from tests.support.server import RunningServer, start_with_script
+from tests.support.sse import Frame, events, parse_frames, stream_chat
 
 KEEPALIVE = 0.4
 SECRET = "sk-ant-api03-SECRETSECRETSECRETSECRET"

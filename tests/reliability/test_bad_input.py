@@ -25,8 +25,8 @@ import pytest
 from hermes_server.app import build_routes
 from hermes_server.testing.control import Control
 from hermes_server.testing.routes import build_fixture_routes
-from tests.reliability.support import integrity, lineage_problems, log_trouble
-from tests.server import KEY, RunningServer, start_server
+from tests.support.db import integrity, lineage_problems
+from tests.support.server import KEY, RunningServer, log_trouble, start_server
 
 EXISTING = "bad-input-target"
 

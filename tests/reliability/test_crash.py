@@ -28,8 +28,8 @@ from typing import Any
 
 import httpx
 
-from tests.reliability.support import integrity, lineage_problems, query
-from tests.server import KEY, RunningServer, start_server
+from tests.support.db import integrity, lineage_problems, sql
+from tests.support.server import KEY, RunningServer, start_server
 
 WORKERS = 4
 KILL_AFTER = (0.6, 1.0, 1.4)  # seconds of load before each SIGKILL
@@ -143,22 +143,21 @@ def expected_state(workers: list[Worker]) -> dict[str, Any]:
 def check_database(db_path: Path, state: dict[str, Any]) -> None:
     assert integrity(db_path) == "ok"
     assert lineage_problems(db_path) == []
-    rows = dict(query(db_path, "SELECT id, title FROM sessions"))
+    rows = dict(sql(db_path, "SELECT id, title FROM sessions"))
     for sid, want in state["must"].items():
         assert sid in rows, f"acknowledged session {sid} lost"
         assert rows[sid] in want["titles"], f"{sid}: title {rows[sid]!r}, acknowledged {want['titles']}"
-        texts = [t for (t,) in query(db_path, "SELECT content FROM messages WHERE session_id = ? AND role = 'user'",
-                                     (sid,))]
+        texts = [t for (t,) in sql(db_path, "SELECT content FROM messages WHERE session_id = ? AND role = 'user'", sid)]
         for chat in want["chats"]:
             assert chat in texts, f"{sid}: acknowledged turn {chat!r} lost"
-            assert query(db_path, "SELECT COUNT(*) FROM messages WHERE session_id = ? AND role = 'assistant'"
-                                  " AND content LIKE ?", (sid, f"ECHO-REPLY to: {chat} [%"))[0][0] >= 1
+            assert sql(db_path, "SELECT COUNT(*) FROM messages WHERE session_id = ? AND role = 'assistant'"
+                                  " AND content LIKE ?", sid, f"ECHO-REPLY to: {chat} [%")[0][0] >= 1
     for sid in state["gone"]:
         assert sid not in rows, f"acknowledged delete of {sid} undone"
     unexplained = set(rows) - set(state["must"]) - state["maybe_sessions"]
     assert not unexplained, f"sessions nobody created: {sorted(unexplained)}"
     # Every user row carries a text some client sent (a fork holds copies of its source's rows).
-    for sid, content in query(db_path, "SELECT session_id, content FROM messages WHERE role = 'user'"):
+    for sid, content in sql(db_path, "SELECT session_id, content FROM messages WHERE role = 'user'"):
         assert content in state["sent_chats"], f"user row nobody sent: {sid} {content!r}"
 
 

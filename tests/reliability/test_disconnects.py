@@ -27,8 +27,9 @@ from typing import Iterator
 
 import pytest
 
-from tests.reliability.support import integrity, lineage_problems, log_trouble, query
-from tests.server import KEY, RunningServer, start_with_script
+from tests.support.db import integrity, lineage_problems, sql
+
+from tests.support.server import KEY, RunningServer, log_trouble, start_with_script
 
 CLIENTS = 100
 REPLY = "first second"
@@ -98,7 +99,7 @@ def test_hundred_clients_disconnecting_mid_stream(slow_server: RunningServer) ->
     time.sleep(0.3)
     assert open_sockets(srv.process.pid) <= sockets_before  # no connection left behind
 
-    rows = query(srv.db_path, "SELECT s.id, s.message_count, s.api_call_count,"
+    rows = sql(srv.db_path, "SELECT s.id, s.message_count, s.api_call_count,"
                               " (SELECT group_concat(m.role || ':' || m.content, '|') FROM messages m"
                               "  WHERE m.session_id = s.id ORDER BY m.id) FROM sessions s WHERE s.id LIKE 'dis-%'")
     assert len(rows) == CLIENTS

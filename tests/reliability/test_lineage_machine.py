@@ -30,8 +30,9 @@ from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, multiple, rule
 
-from tests.reliability.support import integrity, lineage_problems, log_trouble, query
-from tests.server import RunningServer, start_server
+from tests.support.db import integrity, lineage_problems, sql
+
+from tests.support.server import RunningServer, log_trouble, start_server
 
 ROTATE_AFTER = 3
 TITLES = st.one_of(st.none(), st.sampled_from(["alpha", "beta", "alpha #2", "gamma"]))
@@ -59,7 +60,7 @@ def _rows(db_path: Path) -> dict[str, dict[str, Any]]:
     columns = ("id", "parent_session_id", "source", "model_config", "started_at", "ended_at", "end_reason",
                "archived", "api_call_count")
     return {row[0]: dict(zip(columns, row))
-            for row in query(db_path, f"SELECT {', '.join(columns)} FROM sessions")}
+            for row in sql(db_path, f"SELECT {', '.join(columns)} FROM sessions")}
 
 
 def _marker(row: dict[str, Any], name: str) -> bool:

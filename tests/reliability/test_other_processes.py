@@ -24,8 +24,9 @@ from typing import Any
 
 import httpx
 
-from tests.reliability.support import integrity, lineage_problems, log_trouble, query
-from tests.server import KEY, RunningServer
+from tests.support.db import integrity, lineage_problems, sql
+
+from tests.support.server import KEY, RunningServer, log_trouble
 
 LOCK_SECONDS = 3.0
 
@@ -157,9 +158,9 @@ def test_another_process_opening_and_closing_the_file(server: RunningServer) -> 
     # The server's connections still work on the same WAL: it sees the other process's rows,
     # and the other process sees the server's.
     assert all(server.client.get(f"/api/sessions/churn-{i}").status_code == 200 for i in range(0, rounds, 10))
-    assert query(server.db_path, "PRAGMA journal_mode") == [("wal",)]
+    assert sql(server.db_path, "PRAGMA journal_mode") == [("wal",)]
     assert server.client.post("/api/sessions", json={"id": "after-churn"}).status_code == 201
-    assert query(server.db_path, "SELECT COUNT(*) FROM sessions WHERE id = 'after-churn'") == [(1,)]
+    assert sql(server.db_path, "SELECT COUNT(*) FROM sessions WHERE id = 'after-churn'") == [(1,)]
     assert integrity(server.db_path) == "ok"
     assert lineage_problems(server.db_path) == []
     assert log_trouble(server) == []
@@ -192,6 +193,6 @@ def test_upstream_sessiondb_opening_and_closing_the_file(server: RunningServer, 
     assert run.stdout.strip().splitlines()[-1:] == ["done"], run.stdout + run.stderr
     assert [s for *_, s in traffic.reads + traffic.writes if s >= 300] == []
     assert all(server.client.get(f"/api/sessions/upstream-{i}").status_code == 200 for i in (0, 5, 10))
-    assert query(server.db_path, "PRAGMA journal_mode") == [("wal",)]
+    assert sql(server.db_path, "PRAGMA journal_mode") == [("wal",)]
     assert integrity(server.db_path) == "ok"
     assert log_trouble(server) == []

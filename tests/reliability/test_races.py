@@ -14,8 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.reliability.support import lineage_problems, log_trouble, query
-from tests.server import RunningServer
+from tests.support.db import lineage_problems, sql
+
+from tests.support.server import RunningServer, log_trouble
 
 CLIENTS = 50
 ROUNDS = 3
@@ -43,8 +44,8 @@ def test_fifty_creates_of_one_id(server: RunningServer, round_: int) -> None:
     for loser in (a for a in answers if a.status_code == 409):
         assert loser.json()["error"]["code"] == "session_exists"
     # one row, carrying the winner's title (a loser's title update never landed)
-    assert query(server.db_path, "SELECT id, title FROM sessions WHERE id = ?", (sid,)) == [(sid, winner["title"])]
-    assert query(server.db_path, "SELECT COUNT(*) FROM sessions WHERE title LIKE ?", (f"race id {round_} %",)) == [(1,)]
+    assert sql(server.db_path, "SELECT id, title FROM sessions WHERE id = ?", sid) == [(sid, winner["title"])]
+    assert sql(server.db_path, "SELECT COUNT(*) FROM sessions WHERE title LIKE ?", f"race id {round_} %") == [(1,)]
     assert_sound(server)
 
 
@@ -58,7 +59,7 @@ def test_fifty_creates_with_one_title(server: RunningServer, round_: int) -> Non
     for loser in (a for a in answers if a.status_code == 400):
         assert loser.json()["error"]["code"] == "invalid_title"
         assert loser.json()["error"]["message"] == f"Title already in use by session {winner}"
-    rows = query(server.db_path, f"SELECT id, title FROM sessions WHERE id IN ({','.join('?' * CLIENTS)})", tuple(ids))
+    rows = sql(server.db_path, f"SELECT id, title FROM sessions WHERE id IN ({','.join('?' * CLIENTS)})", *ids)
     assert rows == [(winner, title)]  # no row left by any loser
     assert_sound(server)
 
@@ -70,7 +71,7 @@ def test_fifty_patches_to_one_title(server: RunningServer) -> None:
     answers = race(server, [("PATCH", f"/api/sessions/{sid}", {"title": "race patch title"}) for sid in ids])
     assert Counter(a.status_code for a in answers) == {200: 1, 400: CLIENTS - 1}
     winner = next(a for a in answers if a.status_code == 200).json()["session"]["id"]
-    assert query(server.db_path, "SELECT id FROM sessions WHERE title = 'race patch title'") == [(winner,)]
+    assert sql(server.db_path, "SELECT id FROM sessions WHERE title = 'race patch title'") == [(winner,)]
 
     assert_sound(server)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -110,6 +111,10 @@ def start_with_script(home: Path, script: Any, *extra: str, **kwargs: Any) -> Ru
     return start_server(home, "--agent", "script", "--agent-script", str(path), *extra, **kwargs)
 
 
-def error(code: str | None, message: str, param: Any = None) -> dict[str, Any]:
-    """The standard envelope, for equality assertions."""
-    return {"error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}}
+# A Python traceback, or a record at ERROR/CRITICAL level, in the server's log.
+_TROUBLE = re.compile(r"Traceback \(most recent call last\)|\b(ERROR|CRITICAL)\b")
+
+
+def log_trouble(server: RunningServer) -> list[str]:
+    """Log lines that carry a traceback or an ERROR record."""
+    return [line for line in server.log().splitlines() if _TROUBLE.search(line)]
