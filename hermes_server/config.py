@@ -42,7 +42,7 @@ class Settings:
     log_format: str = "text"
     # On SIGTERM, seconds in-flight requests (chat streams included) may run on.
     shutdown_grace_seconds: float = 10.0
-    # Test-control extensions, all off by default (DECISIONS.md "Extensions"):
+    # Test-control extensions, all off by default (docs/differences.md, "Extensions"):
     # `/_fixture/*` control API with faults and the request journal,
     fixture_api: bool = False
     # a fixture file loaded at start (and what `POST /_fixture/reset` returns to),

@@ -1,4 +1,4 @@
-"""Chat input rules (spec §4.8.3) and the conversation form of stored history (§4.8.2 step 6).
+"""Chat input rules and the conversation form of stored history.
 
 Pure functions, shared by `/chat` and `/chat/stream`; `/v1/chat/completions` normalises each
 message's content with the same rules (domain/openai_messages.py). Errors are `ContentError`s

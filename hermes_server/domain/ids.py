@@ -2,7 +2,7 @@
 
 Create and fork pick an id the same way (`id`, then `session_id`, then a generated
 `api_<unix seconds>_<8 hex>`), but validate it differently: create applies the full
-path-safety and length rules, fork only upstream's lax checks (the seed says so).
+path-safety and length rules, fork only upstream's lax checks (as its documentation says; docs/differences.md, D3).
 """
 
 from __future__ import annotations

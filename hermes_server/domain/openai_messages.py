@@ -17,7 +17,7 @@ upstream 0.19.0 reads it like this:
 
 Where 0.19.0 crashes with a bare 500 (a body that is not an object, a message
 that is not an object, an unhashable role), we answer a 400 naming the field
-(DECISIONS.md D6).
+(docs/differences.md, D6).
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ def _record(properties: dict[str, Any]) -> dict[str, Any]:
     return _object(properties, properties)
 
 
-# The events of POST /api/sessions/{session_id}/chat/stream (spec §4.9.4).
+# The events of POST /api/sessions/{session_id}/chat/stream (README, "Chat turns").
 STREAM_EVENTS = (
     "run.started", "message.started", "assistant.delta", "tool.started", "tool.completed", "tool.failed",
     "tool.progress", "assistant.completed", "run.completed", "error", "done",

@@ -53,11 +53,11 @@ def compression_tip(conn: sqlite3.Connection, session_id: str) -> str:
 
 
 def resolve_messages_target(conn: sqlite3.Connection, session_id: str) -> str:
-    """D2: `/messages` follows compression continuations only, to the same tip as the list.
+    """`/messages` follows compression continuations only, to the same tip as the list.
 
     Upstream 0.19.0 also walks into the newest untagged child of any kind, so a
-    fork takes over its source's transcript; the seeds say it resolves a
-    compression chain, and that is what we do.
+    fork takes over its source's transcript; its documentation says it resolves a
+    compression chain, and that is what we do (docs/differences.md, D2).
     """
     return compression_tip(conn, session_id)
 

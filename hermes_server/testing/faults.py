@@ -6,7 +6,7 @@ Hermes does these only by accident; `PUT /_fixture/faults` makes hermes-server
 do them on purpose (only with `serve --fixture-api`).
 
 A fault matches by route (a route name such as `session_fork`, one of the nine
-operation names of the seeds such as `session_create`, or `*` for every
+operation names of the Hermes documentation such as `session_create`, or `*` for every
 session route), optionally by method and by the path's session id, and fires
 once, N times, always, or with a probability drawn from its own seeded
 generator (so a run is repeatable). Where it acts:
@@ -36,7 +36,7 @@ from hermes_server.domain.errors import DocumentError, Problem
 from hermes_server.http.errors import ApiError
 from hermes_server.testing.validate import Checker, child, describe
 
-# The seeds' nine operation names, each one method of one route.
+# The nine operation names of the Hermes session API documentation, each one method of one route.
 OPERATIONS: dict[str, tuple[str, str]] = {
     "sessions_list": ("sessions", "GET"),
     "session_create": ("sessions", "POST"),
