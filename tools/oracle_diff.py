@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Differential check: send the same requests to upstream hermes-agent 0.19.0 and to hermes-server.
 
+Over 400 lines on purpose: most of it is the request table (358 cases), kept in one file so
+the whole conformance set reads top to bottom.
+
 Usage (from the repository root):
 
     .venv/bin/python tools/oracle_diff.py [--verbose] [--keep]

@@ -1,5 +1,8 @@
 """POST /v1/chat/completions over real sockets: OpenAI shapes, sessions it writes, errors, the `openai` client.
 
+Over 400 lines on purpose: one route family, one module server, and the oracle-observed
+expectations next to each other so a difference found by the side-by-side tool maps to one place.
+
 Expected envelopes, headers, chunk shapes and stored rows are those observed on the
 0.19.0 oracle for the same requests (tools/oracle_completions_diff.py compares them
 side by side); derived session ids are upstream's own for the same conversation.

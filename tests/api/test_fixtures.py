@@ -1,5 +1,9 @@
-"""Fixtures and the control API (issue 4): loading any state, reset, seed, journal, determinism,
-and the promise that none of it changes a server started without the flags."""
+"""Fixtures and the control API: loading any state, reset, seed, journal, determinism,
+and the promise that none of it changes a server started without the flags.
+
+Over 400 lines on purpose: the tests share one control-API server and its fixtures, and
+splitting them would start that server once per file.
+"""
 
 from __future__ import annotations
 
