@@ -161,7 +161,8 @@ class Pipeline:
         try:
             response = await match.endpoint(request, self.context)
         except Exception as exc:  # noqa: BLE001 - mapped below, or reported as a bug
-            response = self.errors.render(exc) or self._crash(exc, request, match.route)
+            errors = match.route.errors or self.errors
+            response = errors.render(exc) or self._crash(exc, request, match.route)
         if cors:
             response.headers.update(cors)
         return response, match.route

@@ -11,9 +11,12 @@ which /openapi.json and /v1/capabilities are generated.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping
 
 from hermes_server.http.paths import path_safe, segment_value
+
+if TYPE_CHECKING:
+    from hermes_server.http.errors import ErrorMap
 
 Endpoint = Callable[..., Awaitable[Any]]
 
@@ -50,13 +53,15 @@ class Route:
     template: str
     methods: dict[str, Endpoint] = field(default_factory=dict)
     docs: dict[str, Operation] = field(default_factory=dict)
+    # The envelope of the route's dialect; None: the app's (Hermes') error map.
+    errors: ErrorMap | None = None
 
     def __post_init__(self) -> None:
         self.parts = self.template.split("/")
 
     def with_methods(self, methods: dict[str, Endpoint]) -> Route:
         """The same route with other endpoints (a layer wrapping every handler once, at build time)."""
-        return Route(self.name, self.template, methods, self.docs)
+        return Route(self.name, self.template, methods, self.docs, self.errors)
 
     def match(self, segments: list[str]) -> dict[str, str] | None:
         if len(segments) != len(self.parts):

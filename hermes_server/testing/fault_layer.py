@@ -53,7 +53,7 @@ def request_faults(scope: Mapping[str, Any] | None) -> RequestContext | None:
 class FaultLayer:
     """Runs a handler with the pipeline faults around it.
 
-    Error outcomes are rendered here with the app's error map too, so an `after`
+    Error outcomes are rendered here with the route's error map too, so an `after`
     fault also replaces a handler's error answer.
     """
 
@@ -64,15 +64,17 @@ class FaultLayer:
 
     def wrap(self, route: Route) -> Route:
         """The route with each handler wrapped (done once, when the app is built)."""
-        return route.with_methods({method: self._wrapped(endpoint, route.name)
+        errors = route.errors or self.errors
+        return route.with_methods({method: self._wrapped(endpoint, route.name, errors)
                                    for method, endpoint in route.methods.items()})
 
-    def _wrapped(self, endpoint: Endpoint, route_name: str) -> Endpoint:
+    def _wrapped(self, endpoint: Endpoint, route_name: str, errors: ErrorMap) -> Endpoint:
         async def call(request: Request, ctx: Any) -> Response:
-            return await self.call(endpoint, request, ctx, route_name)
+            return await self.call(endpoint, request, ctx, route_name, errors)
         return call
 
-    async def call(self, endpoint: Endpoint, request: Request, ctx: Any, route_name: str) -> Response:
+    async def call(self, endpoint: Endpoint, request: Request, ctx: Any, route_name: str,
+                   errors: ErrorMap) -> Response:
         faults = RequestContext(route_name, request.method, request.path_params.get("session_id"))
         request.scope[FAULTS_KEY] = faults
         injected = await self._act(faults, "before")
@@ -83,7 +85,7 @@ class FaultLayer:
         except InjectedDisconnect:
             return ConnectionReset()
         except Exception as exc:  # noqa: BLE001 - rendered as the pipeline would, or left to it as a bug
-            rendered = self.errors.render(exc)
+            rendered = errors.render(exc)
             if rendered is None:
                 raise
             response = rendered
