@@ -82,6 +82,13 @@ def db_unavailable() -> ApiError:
     return ApiError(503, "Session database unavailable", "session_db_unavailable")
 
 
+def storage_refused(reason: str, write: bool) -> ApiError:
+    """A full disk, a read-only file or an I/O error under the open database: what happened, and
+    (for a write) that its transaction was rolled back."""
+    outcome = "; nothing was written" if write else ""
+    return ApiError(503, f"Session database unavailable: {reason}{outcome}", "session_db_unavailable")
+
+
 def session_not_found(session_id: str) -> ApiError:
     return ApiError(404, f"Session not found: {session_id}", "session_not_found")
 
@@ -114,10 +121,20 @@ def error_response(exc: Exception) -> Response | None:
     The one place where storage and domain outcomes become HTTP.
     """
     from hermes_server.domain.titles import TitleTooLong
-    from hermes_server.store.errors import DatabaseUnavailable, SessionExists, TitleConflict
+    from hermes_server.store.errors import (
+        DatabaseUnavailable,
+        SessionExists,
+        SessionGone,
+        StorageFault,
+        TitleConflict,
+    )
 
     if isinstance(exc, ApiError):
         return exc.response()
+    if isinstance(exc, StorageFault):
+        return storage_refused(exc.reason, exc.write).response()
+    if isinstance(exc, SessionGone):
+        return session_not_found(exc.session_id).response()
     if isinstance(exc, DatabaseUnavailable):
         return db_unavailable().response()
     if isinstance(exc, SessionExists):
