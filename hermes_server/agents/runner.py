@@ -4,8 +4,9 @@ Shared by session chat (`/chat`, `/chat/stream`) and `/v1/chat/completions`, so
 every route leaves the same rows for a turn. The turn runs in a task owned by
 `Services` (not by the HTTP response), so a client that disconnects neither
 stops the agent nor undoes its writes (seed 000: disconnect is not rollback).
-Storage failures during a turn are logged and never fail the turn, as upstream's
-agent does; an exception from the agent itself propagates to the route.
+Storage failures during a turn are logged (once per turn, whichever of its two
+writes failed first) and never fail the turn, as upstream's agent does; an
+exception from the agent itself propagates to the route.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from hermes_server.domain.content import UserMessage, conversation_history, stor
 from hermes_server.domain.projection import message_projection
 from hermes_server.services import Services
 from hermes_server.store import messages, turns
-from hermes_server.store.errors import DatabaseUnavailable
+from hermes_server.store.errors import DatabaseUnavailable, StorageFault
 
 log = logging.getLogger("hermes_server.chat")
 
@@ -62,7 +63,23 @@ async def load_history(svc: Services, session_id: str) -> list[dict[str, Any]]:
     return conversation_history(rows)
 
 
-async def _begin(svc: Services, turn: ChatTurn, history: list[dict[str, Any]]) -> turns.TurnStart:
+class _Bookkeeping:
+    """The storage outcome of one turn: its first failure is logged, later ones are not."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.reported = False
+
+    def failed(self, part: str, exc: Exception) -> None:
+        if self.reported:
+            return
+        self.reported = True
+        cause = exc.reason if isinstance(exc, StorageFault) else type(exc).__name__
+        log.warning("session %r: this turn is answered but not stored whole: %s could not be written (%s)",
+                    self.session_id, part, cause)
+
+
+async def _begin(svc: Services, turn: ChatTurn, history: list[dict[str, Any]], book: _Bookkeeping) -> turns.TurnStart:
     now = svc.now()
     try:
         if faults.persistence_fails(svc):  # injected fault: the whole turn goes unrecorded
@@ -75,11 +92,11 @@ async def _begin(svc: Services, turn: ChatTurn, history: list[dict[str, Any]]) -
             continuation_id=continuation_id(now, svc.continuation_suffix()),
         )
     except Exception as exc:  # noqa: BLE001 - a turn is not failed by its bookkeeping
-        log.error("session %r: the start of a turn could not be recorded (%s)", turn.session_id, type(exc).__name__)
+        book.failed("its user message", exc)
         return turns.TurnStart(turn.session_id)
 
 
-async def _finish(svc: Services, session_id: str, result: TurnResult) -> None:
+async def _finish(svc: Services, session_id: str, result: TurnResult, book: _Bookkeeping) -> None:
     try:
         if faults.persistence_fails(svc):
             raise DatabaseUnavailable("turn not stored (injected fault)")
@@ -88,13 +105,14 @@ async def _finish(svc: Services, session_id: str, result: TurnResult) -> None:
             model=svc.agent.model, reported_model=result.model, now=svc.now(),
         )
     except Exception as exc:  # noqa: BLE001 - as in _begin
-        log.error("session %r: the end of a turn could not be recorded (%s)", session_id, type(exc).__name__)
+        book.failed("its reply", exc)
 
 
 async def run_turn(svc: Services, turn: ChatTurn, on_event: Callable[[AgentEvent], None] | None = None) -> TurnOutcome:
     """Run one turn to completion; `on_event` sees every agent event except the result."""
     history = turn.history if turn.history is not None else await load_history(svc, turn.session_id)
-    start = await _begin(svc, turn, history)
+    book = _Bookkeeping(turn.session_id)
+    start = await _begin(svc, turn, history, book)
     request = TurnRequest(
         turn.session_id,
         [start.summary] if start.summary else history,
@@ -109,7 +127,7 @@ async def run_turn(svc: Services, turn: ChatTurn, on_event: Callable[[AgentEvent
             on_event(event)
     if result is None:
         raise AgentError("the agent ended the turn without a result")
-    await _finish(svc, start.target_id, result)
+    await _finish(svc, start.target_id, result, book)
     return TurnOutcome(
         start.target_id,
         result.final_text,
