@@ -14,6 +14,9 @@ generator (so a run is repeatable). Where it acts:
 - in the request pipeline (`before`/`after` the handler, app.py): `status`,
   `latency`, `connection_reset`, and `storage_unavailable`, which makes
   state.db refuse every operation for a while (store/db.py);
+- in the writer (store/storage_faults.py): `disk_full`, `read_only`, `io_error`
+  make the writes of the matching request (or, with `duration_ms`, every write
+  for that long) fail exactly as that storage failure does: 503, nothing written;
 - at hooks inside handlers: `fork_interrupted` (routes/sessions.py, after step
   k of fork's four writes), `history_load_failure` and `persistence_failure`
   (the chat turn), `stream_cut` (the SSE stream).
@@ -39,6 +42,7 @@ from starlette.types import Receive, Scope, Send
 from hermes_server.fixtures.validate import Checker, DocumentError, Problem, child, describe
 from hermes_server.http.errors import ApiError, error_response
 from hermes_server.http.routing import Endpoint
+from hermes_server.store.storage_faults import refuse_request_writes
 
 if TYPE_CHECKING:
     from hermes_server.services import Services
@@ -60,7 +64,9 @@ OPERATIONS: dict[str, tuple[str, str]] = {
 SESSION_ROUTES = frozenset(route for route, _ in OPERATIONS.values())
 CHAT_ROUTES = ("session_chat", "session_chat_stream")
 
-PIPELINE_KINDS = ("status", "latency", "connection_reset", "storage_unavailable")
+# Storage failures of an open state.db, as their writes see them.
+STORAGE_KINDS = ("disk_full", "read_only", "io_error")
+PIPELINE_KINDS = ("status", "latency", "connection_reset", "storage_unavailable", *STORAGE_KINDS)
 # Handler-hook kinds and the routes they can act on.
 HOOK_ROUTES: dict[str, tuple[str, ...]] = {
     "fork_interrupted": ("session_fork",),
@@ -78,6 +84,7 @@ KIND_KEYS: dict[str, tuple[str, ...]] = {
     "latency": ("when", "latency_ms"),
     "connection_reset": ("when",),
     "storage_unavailable": ("duration_ms",),
+    **{kind: ("duration_ms",) for kind in STORAGE_KINDS},
     "fork_interrupted": ("after_step",) + STATUS_KEYS,
     "history_load_failure": (),
     "persistence_failure": (),
@@ -281,6 +288,8 @@ class FaultRegistry:
                 check.fail(child(path, "after_step"), f"is required: 1 to {FORK_STEPS}")
             params["after_step"] = check.integer(spec, "after_step", path, minimum=1, maximum=FORK_STEPS)
             params.update(_status_params(check, spec, path, None))
+        elif kind in STORAGE_KINDS:  # duration_ms optional: without it, the matching request's writes
+            params["duration_ms"] = check.integer(spec, "duration_ms", path, minimum=1, maximum=MAX_MILLISECONDS)
         else:
             required = {"latency": "latency_ms", "storage_unavailable": "duration_ms", "stream_cut": "after_events"}.get(kind)
             if required:
@@ -343,6 +352,8 @@ class FaultRegistry:
         for fault in self.firing(ctx, PIPELINE_KINDS, when):
             if fault.kind == "storage_unavailable" and db is not None:
                 db.fail_for(fault.params["duration_ms"] / 1000)
+            elif fault.kind in STORAGE_KINDS and db is not None:
+                _refuse_writes(db, fault.kind, fault.params["duration_ms"])
             elif fault.kind == "latency":
                 await asyncio.sleep(fault.params["latency_ms"] / 1000)
             elif fault.kind == "status":
@@ -360,6 +371,15 @@ class FaultRegistry:
         return await self._act(ctx, "after", None) or response
 
 
+def _refuse_writes(db: Database, kind: str, duration_ms: int | None) -> None:
+    """A storage-kind fault: every write for `duration_ms`, else the writes of this request
+    (and of the chat turn it starts, which inherits the request's context)."""
+    if duration_ms is None:
+        refuse_request_writes(kind)
+    else:
+        db.health.refuse_all_for(kind, duration_ms / 1000)
+
+
 async def call_with_faults(svc: Services, endpoint: Endpoint, request: Request, route: str) -> Response:
     """Run a handler with the pipeline faults around it (app.py calls this only when faults exist).
 
@@ -369,6 +389,7 @@ async def call_with_faults(svc: Services, endpoint: Endpoint, request: Request, 
     registry = svc.faults
     assert registry is not None
     ctx = registry.enter(route, request.method, request.path_params.get("session_id"), request.scope)
+    refuse_request_writes(None)
     injected = await registry.before(ctx, svc.db)
     if injected is not None:
         return injected

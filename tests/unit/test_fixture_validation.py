@@ -206,7 +206,7 @@ def test_probability_is_repeatable_for_a_seed() -> None:
 
 @pytest.mark.parametrize("document, expected", [
     ({"kind": "explode"}, [("$.kind", "must be one of status, latency, connection_reset, storage_unavailable, "
-                                      "fork_interrupted, history_load_failure, persistence_failure, stream_cut; got 'explode'")]),
+                                      "disk_full, read_only, io_error, fork_interrupted, history_load_failure, persistence_failure, stream_cut; got 'explode'")]),
     ({"kind": "latency"}, [("$.latency_ms", "is required")]),
     ({"faults": [{"kind": "status", "status": 200}]}, [("$.faults[0].status", "must be an HTTP error status (400-599), got 200")]),
     ({"faults": [{"kind": "status"}, {"kind": "status", "route": "nowhere"}]},
