@@ -16,7 +16,7 @@ from typing import Sequence
 
 from hermes_server import UPSTREAM_VERSION, __version__
 from hermes_server.agents import AGENT_NAMES
-from hermes_server.config import Settings
+from hermes_server.config import MAX_HEAD_BYTES, MAX_HEADER_BYTES, MAX_REQUEST_LINE, Settings
 from hermes_server.domain.keys import generate_key, key_problem
 from hermes_server.logs import FORMATS, LEVELS, configure_logging
 
@@ -76,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="on SIGTERM/SIGINT, how long in-flight requests and open chat streams may run on "
                             "before they are cut (env HERMES_SERVER_SHUTDOWN_GRACE; default 10)")
     _add_chat_flags(serve)
+    _add_head_flags(serve)
     _add_fixture_flags(serve)
     seed = commands.add_parser(
         "seed",
@@ -126,6 +127,28 @@ def _add_chat_flags(serve: argparse.ArgumentParser) -> None:
                       default=_env("HERMES_SERVER_COMPRESS_AFTER_MESSAGES"), metavar="N",
                       help="rotate a session into a compression continuation when a turn would take its active "
                            "transcript past N messages (env HERMES_SERVER_COMPRESS_AFTER_MESSAGES; default off)")
+
+
+def _add_head_flags(serve: argparse.ArgumentParser) -> None:
+    """Byte limits of a request head: a client never makes the server read (and hold) without end."""
+    heads = serve.add_argument_group("request heads")
+    for flag, env, default, what in (
+        ("--max-request-line", "HERMES_SERVER_MAX_REQUEST_LINE", MAX_REQUEST_LINE, "the request line (longer: 414)"),
+        ("--max-header-bytes", "HERMES_SERVER_MAX_HEADER_BYTES", MAX_HEADER_BYTES, "one header line (longer: 431)"),
+        ("--max-head-bytes", "HERMES_SERVER_MAX_HEAD_BYTES", MAX_HEAD_BYTES,
+         "the request line and all header lines together (longer: 431)"),
+    ):
+        heads.add_argument(flag, type=int, default=_env(env, str(default)), metavar="BYTES",
+                           help=f"most bytes of {what}; the connection is closed (env {env}; default {default})")
+
+
+def _head_settings(args: argparse.Namespace) -> dict[str, object]:
+    limits = {"max_request_line": args.max_request_line, "max_header_bytes": args.max_header_bytes,
+              "max_head_bytes": args.max_head_bytes}
+    for name, value in limits.items():
+        if value < 256:
+            raise SystemExit(f"hermes-server: --{name.replace('_', '-')} must be at least 256")
+    return limits
 
 
 def _flag(value: bool, env: str) -> bool:
@@ -211,6 +234,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         log_format=_choice(args.log_format, FORMATS, "HERMES_SERVER_LOG_FORMAT"),
         shutdown_grace_seconds=_positive(args.shutdown_grace, "--shutdown-grace"),
         **_chat_settings(args),
+        **_head_settings(args),
         **_fixture_settings(args),
     )
 
@@ -238,6 +262,7 @@ def serve(args: argparse.Namespace) -> int:
     from sse_starlette.sse import AppStatus
 
     from hermes_server.app import create_app
+    from hermes_server.heads import HeadLimits, protocol_for
     from hermes_server.store.migrate import check_existing
     from hermes_server.store.errors import SchemaMismatch
 
@@ -291,6 +316,9 @@ def serve(args: argparse.Namespace) -> int:
         # chat turns and state.db are closed last, in lifespan shutdown.
         timeout_graceful_shutdown=settings.shutdown_grace_seconds,
         lifespan="on",
+        # httptools with byte limits on the request head (heads.py).
+        http=protocol_for(HeadLimits(settings.max_request_line, settings.max_header_bytes,
+                                     settings.max_head_bytes, settings.max_request_bytes)),
     )
     return 0
 
