@@ -22,6 +22,7 @@ from starlette.types import Message, Receive, Scope, Send
 from hermes_server.config import Settings
 from hermes_server.faults import RAW_SEND, call_with_faults
 from hermes_server.fixtures import control as fixture_control
+from hermes_server.http.body import ClientLeft
 from hermes_server.http.errors import ApiError, body_too_large, error_response
 from hermes_server.http.responses import (
     METHOD_NOT_ALLOWED_TEXT,
@@ -31,7 +32,7 @@ from hermes_server.http.responses import (
     PlainTextResponse,
 )
 from hermes_server.http.routing import Route, Router
-from hermes_server.logs import log_access, log_failure, new_request_id
+from hermes_server.logs import CLIENT_LEFT, log_access, log_failure, new_request_id
 from hermes_server.openapi import AUTH_ERRORS, BODY_ERRORS, SESSION_ERRORS, STORE_ERRORS, Operation
 from hermes_server.routes import chat, discovery, openai_compat, sessions
 from hermes_server.routes.fixture import build_fixture_routes
@@ -224,6 +225,11 @@ class HermesApp:
         try:
             response, route = await self.dispatch(Request(scope, receive))
             await response(scope, receive, send_and_note)
+        except ClientLeft:  # gone mid-body: nothing to answer, nothing went wrong here
+            route = scope.get("hermes.route")
+            status = CLIENT_LEFT
+            log.debug("%s %s: the client left before its request body was read (request %s)",
+                      scope["method"], route.template if route else "-", request_id)
         except Exception as exc:  # noqa: BLE001 - a bug while sending a response: report once, end cleanly
             log_failure(exc, scope["method"], route.template if route else None, request_id)
             if not completed:
@@ -287,6 +293,8 @@ class HermesApp:
                 response = await match.endpoint(request, self.services)
             else:
                 response = await call_with_faults(self.services, match.endpoint, request, match.route.name)
+        except ClientLeft:
+            raise  # the pipeline ends the request (see _http)
         except Exception as exc:  # noqa: BLE001 - mapped below, or reported as a bug
             response = error_response(exc) or self._crash(exc, request, match.route)
         if cors:
