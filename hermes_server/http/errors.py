@@ -82,10 +82,11 @@ def db_unavailable() -> ApiError:
     return ApiError(503, "Session database unavailable", "session_db_unavailable")
 
 
-def storage_refused(reason: str, write: bool) -> ApiError:
+def storage_refused(reason: str, write: bool, written: str | None = None) -> ApiError:
     """A full disk, a read-only file or an I/O error under the open database: what happened, and
-    (for a write) that its transaction was rolled back."""
-    outcome = "; nothing was written" if write else ""
+    (for a write) what is stored: nothing, as its transaction was rolled back, or what the
+    request's earlier writes stored."""
+    outcome = f"; {written or 'nothing was written'}" if write else ""
     return ApiError(503, f"Session database unavailable: {reason}{outcome}", "session_db_unavailable")
 
 
@@ -132,7 +133,7 @@ def error_response(exc: Exception) -> Response | None:
     if isinstance(exc, ApiError):
         return exc.response()
     if isinstance(exc, StorageFault):
-        return storage_refused(exc.reason, exc.write).response()
+        return storage_refused(exc.reason, exc.write, exc.written).response()
     if isinstance(exc, SessionGone):
         return session_not_found(exc.session_id).response()
     if isinstance(exc, DatabaseUnavailable):

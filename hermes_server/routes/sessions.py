@@ -26,8 +26,15 @@ from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.services import Services
 from hermes_server.store import lineage, listing, messages, sessions
 from hermes_server.store.db import loop_read
+from hermes_server.store.errors import StorageFault
 
 PATCHABLE_FIELDS = {"title", "end_reason"}
+# What a fork whose storage failed after step k left stored (its steps are separate writes).
+_FORK_WRITTEN = {
+    1: "the source session is closed, no fork was created",
+    2: "fork {fork_id} was created without its messages and title",
+    3: "fork {fork_id} was created with its messages but without its title",
+}
 
 
 def _session_body(row: dict[str, Any], status: int = 200) -> Response:
@@ -177,19 +184,28 @@ async def fork_session(request: Request, svc: Services) -> Response:
     if await svc.db.read(sessions.session_exists, fork_id):
         raise session_exists(fork_id)
 
-    # `fork_step_done` lets an injected fault stop the fork between its writes (faults.py).
-    await svc.db.write(sessions.end_session, source_id, "branched", svc.now())
-    fork_step_done(svc, 1)
-    await svc.db.write(sessions.create_fork_child, fork_id, source, svc.now())
-    fork_step_done(svc, 2)
-    await svc.db.write(messages.copy_active_messages, source_id, fork_id)
-    fork_step_done(svc, 3)
+    done = 0
 
-    title = body.get("title")
-    if title is None:
-        title = await svc.db.read(sessions.next_title, source.get("title") or "fork")
-    await svc.db.write(sessions.set_title, fork_id, sanitize_title(str(title)))
-    fork_step_done(svc, 4)
+    async def step(write: Any, *args: Any) -> None:
+        """One of fork's four writes; `fork_step_done` lets an injected fault stop the fork after it."""
+        nonlocal done
+        await svc.db.write(write, *args)
+        done += 1
+        fork_step_done(svc, done)
+
+    try:
+        await step(sessions.end_session, source_id, "branched", svc.now())
+        await step(sessions.create_fork_child, fork_id, source, svc.now())
+        await step(messages.copy_active_messages, source_id, fork_id)
+        title = body.get("title")
+        if title is None:
+            title = await svc.db.read(sessions.next_title, source.get("title") or "fork")
+        await step(sessions.set_title, fork_id, sanitize_title(str(title)))
+    except StorageFault as exc:
+        if not done:
+            raise
+        # The storage refused a later step: the answer says what the earlier ones stored.
+        raise StorageFault(exc.reason, written=_FORK_WRITTEN[done].format(fork_id=fork_id)) from None
 
     child = await svc.db.read(sessions.get_session, fork_id)
     return _session_body(child or {"id": fork_id, "parent_session_id": source_id}, 201)

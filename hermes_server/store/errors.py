@@ -14,14 +14,16 @@ class SchemaMismatch(DatabaseUnavailable):
 class StorageFault(DatabaseUnavailable):
     """The storage under an open state.db refused an operation (full disk, read-only, I/O error).
 
-    `reason` is SQLite's own words for it; `write` tells whether a write was refused
-    (its transaction rolled back, so nothing of it was stored) or a read.
+    `reason` says what happened; `write` tells whether a write was refused (its
+    transaction rolled back, so nothing of it was stored) or a read; `written` what
+    earlier writes of the same request (a fork's first steps) did store.
     """
 
-    def __init__(self, reason: str, *, write: bool = True) -> None:
+    def __init__(self, reason: str, *, write: bool = True, written: str | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.write = write
+        self.written = written
 
 
 class SessionGone(Exception):
