@@ -9,7 +9,9 @@ from __future__ import annotations
 import re
 import sqlite3
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
+
+import httpx
 
 from tests.server import RunningServer
 
@@ -56,3 +58,33 @@ def lineage_problems(db_path: Path) -> list[str]:
 def log_trouble(server: RunningServer) -> list[str]:
     """Log lines that carry a traceback or an ERROR record."""
     return [line for line in server.log().splitlines() if _TROUBLE.search(line)]
+
+
+def missing_sessions(db_path: Path, ids: Iterable[str]) -> list[str]:
+    """The ids among `ids` that have no session row (every acknowledged create must have one)."""
+    wanted = list(ids)
+    present = {row[0] for row in query(db_path, "SELECT id FROM sessions")}
+    return [sid for sid in wanted if sid not in present]
+
+
+def envelope_problem(response: httpx.Response, status: int, code: str | None) -> str | None:
+    """Why `response` is not `status` with the standard envelope carrying `code`, or None."""
+    if response.status_code != status:
+        return f"status {response.status_code}, not {status}: {response.text[:200]}"
+    if not response.headers.get("content-type", "").startswith("application/json"):
+        return f"content-type {response.headers.get('content-type')!r}: {response.text[:200]}"
+    error = response.json().get("error")
+    if not isinstance(error, dict) or set(error) != {"message", "type", "param", "code"}:
+        return f"not the standard envelope: {response.text[:200]}"
+    if error["code"] != code:
+        return f"code {error['code']!r}, not {code!r}"
+    return None
+
+
+def assert_sound(server: RunningServer, acknowledged: Iterable[str] = ()) -> None:
+    """After a fault: integrity ok, lineage invariants hold, every acknowledged session is
+    present, and the log has no traceback or ERROR record."""
+    assert integrity(server.db_path) == "ok"
+    assert lineage_problems(server.db_path) == []
+    assert missing_sessions(server.db_path, acknowledged) == []
+    assert log_trouble(server) == []

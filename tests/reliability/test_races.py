@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.reliability.support import lineage_problems, log_trouble, query
+from tests.reliability.support import assert_sound, query
 from tests.server import RunningServer
 
 CLIENTS = 50
@@ -73,8 +73,3 @@ def test_fifty_patches_to_one_title(server: RunningServer) -> None:
     assert query(server.db_path, "SELECT id FROM sessions WHERE title = 'race patch title'") == [(winner,)]
 
     assert_sound(server)
-
-
-def assert_sound(server: RunningServer) -> None:
-    assert lineage_problems(server.db_path) == []
-    assert log_trouble(server) == []
