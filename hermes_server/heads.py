@@ -14,7 +14,9 @@ each request head before they reach the parser and refuses, with a closed connec
 
 The answer carries the standard error envelope and is written by the protocol itself,
 since the request never reaches the app; it leaves one access line with status and
-route "-". The limits are far above what real clients send (browsers and HTTP
+route "-". The connection is then half-closed and what the client still sends is
+dropped (up to LINGER_SECONDS and LINGER_BYTES), so that it reads the answer, not a
+reset. The limits are far above what real clients send (browsers and HTTP
 libraries stay under 8 KB per line).
 
 The scan costs one `bytes.find` for a usual head (the whole head in one read, shorter
@@ -33,6 +35,11 @@ from typing import Any
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
 from hermes_server.logs import log_access, new_request_id
+
+# How long, and how many of them, a refused connection's remaining bytes are read and
+# dropped before it is closed (past the bytes, reading pauses until the close).
+LINGER_SECONDS = 2.0
+LINGER_BYTES = 4 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -69,6 +76,7 @@ class HeadLimitedProtocol(HttpToolsProtocol):
         # A head shorter than this has no line past any limit: one find() checks it.
         self._quick = min(limits.request_line, limits.header, limits.head)
         self._refused = False
+        self._dropped = 0
         self._start_head()
 
     def _start_head(self) -> None:
@@ -91,7 +99,10 @@ class HeadLimitedProtocol(HttpToolsProtocol):
     # -- reading -------------------------------------------------------------
 
     def data_received(self, data: bytes) -> None:
-        if self._refused:
+        if self._refused:  # lingering: drop it
+            self._dropped += len(data)
+            if self._dropped > LINGER_BYTES:
+                self.transport.pause_reading()
             return
         if self._in_head:
             problem = self._scan_head(data)
@@ -138,12 +149,22 @@ class HeadLimitedProtocol(HttpToolsProtocol):
         return None
 
     def _refuse(self, status: int, message: str, code: str) -> None:
-        """Answer (unless a response is still being written) and close; read nothing more."""
+        """Answer (unless a response is still being written) and close; parse nothing more.
+
+        A close while the client is still sending would reset the connection, and many
+        clients then report the reset, not the answer. So the answer is followed by our end
+        of the stream, and what the client still sends is discarded (never kept) for
+        LINGER_SECONDS before the connection is closed.
+        """
         self._refused = True
+        log_access("-", None, status, 0.0, None, new_request_id())
         if self.cycle is None or self.cycle.response_complete:
             self.transport.write(_refusal(status, message, code))
+            if self.transport.can_write_eof():
+                self.transport.write_eof()
+                self.loop.call_later(LINGER_SECONDS, self.transport.close)
+                return
         self.transport.close()
-        log_access("-", None, status, 0.0, None, new_request_id())
 
 
 def protocol_for(limits: HeadLimits) -> type[asyncio.Protocol]:
