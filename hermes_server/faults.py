@@ -17,9 +17,10 @@ generator (so a run is repeatable). Where it acts:
 - in the writer (store/storage_faults.py): `disk_full`, `read_only`, `io_error`
   make the writes of the matching request (or, with `duration_ms`, every write
   for that long) fail exactly as that storage failure does: 503, nothing written;
-- at hooks inside handlers: `fork_interrupted` (routes/sessions.py, after step
-  k of fork's four writes), `history_load_failure` and `persistence_failure`
-  (the chat turn), `stream_cut` (the SSE stream).
+- at hooks inside handlers: `fork_interrupted` and `fork_paused`
+  (routes/sessions.py, after step k of fork's four writes: stop there, or wait
+  there, so that a delete can land inside the fork), `history_load_failure` and
+  `persistence_failure` (the chat turn), `stream_cut` (the SSE stream).
 
 A fault changes only what it is asked to change: each state.db write it lets
 through is a normal committed transaction, so the database is never corrupted.
@@ -70,6 +71,7 @@ PIPELINE_KINDS = ("status", "latency", "connection_reset", "storage_unavailable"
 # Handler-hook kinds and the routes they can act on.
 HOOK_ROUTES: dict[str, tuple[str, ...]] = {
     "fork_interrupted": ("session_fork",),
+    "fork_paused": ("session_fork",),
     "history_load_failure": CHAT_ROUTES,
     "persistence_failure": CHAT_ROUTES,
     "stream_cut": ("session_chat_stream",),
@@ -86,6 +88,7 @@ KIND_KEYS: dict[str, tuple[str, ...]] = {
     "storage_unavailable": ("duration_ms",),
     **{kind: ("duration_ms",) for kind in STORAGE_KINDS},
     "fork_interrupted": ("after_step",) + STATUS_KEYS,
+    "fork_paused": ("after_step", "latency_ms"),
     "history_load_failure": (),
     "persistence_failure": (),
     "stream_cut": ("after_events",),
@@ -288,6 +291,11 @@ class FaultRegistry:
                 check.fail(child(path, "after_step"), f"is required: 1 to {FORK_STEPS}")
             params["after_step"] = check.integer(spec, "after_step", path, minimum=1, maximum=FORK_STEPS)
             params.update(_status_params(check, spec, path, None))
+        elif kind == "fork_paused":
+            for key, top in (("after_step", FORK_STEPS - 1), ("latency_ms", MAX_MILLISECONDS)):
+                if key not in spec:
+                    check.fail(child(path, key), "is required")
+                params[key] = check.integer(spec, key, path, minimum=1, maximum=top)
         elif kind in STORAGE_KINDS:  # duration_ms optional: without it, the matching request's writes
             params["duration_ms"] = check.integer(spec, "duration_ms", path, minimum=1, maximum=MAX_MILLISECONDS)
         else:
@@ -424,12 +432,16 @@ def _hook(svc: Services, kind: str, **where: Any) -> Fault | None:
     return ctx.decisions[key]
 
 
-def fork_step_done(svc: Services, step: int) -> None:
-    """After fork's write number `step` (1 close, 2 child, 3 messages, 4 title): maybe stop here.
+async def fork_step_done(svc: Services, step: int) -> None:
+    """After fork's write number `step` (1 close, 2 child, 3 messages, 4 title): maybe wait, or stop, here.
 
+    A pause lets a test land another request (a delete of the source) inside the fork.
     The interruption is a dropped connection by default (the client cannot know
     what was written), or the error envelope the fault names.
     """
+    pause = _hook(svc, "fork_paused", after_step=step)
+    if pause is not None:
+        await asyncio.sleep(pause.params["latency_ms"] / 1000)
     fault = _hook(svc, "fork_interrupted", after_step=step)
     if fault is None:
         return

@@ -187,11 +187,11 @@ async def fork_session(request: Request, svc: Services) -> Response:
     done = 0
 
     async def step(write: Any, *args: Any) -> None:
-        """One of fork's four writes; `fork_step_done` lets an injected fault stop the fork after it."""
+        """One of fork's four writes; `fork_step_done` lets an injected fault pause or stop the fork after it."""
         nonlocal done
         await svc.db.write(write, *args)
         done += 1
-        fork_step_done(svc, done)
+        await fork_step_done(svc, done)
 
     try:
         await step(sessions.end_session, source_id, "branched", svc.now())
