@@ -17,6 +17,7 @@ traceback.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import subprocess
@@ -106,6 +107,21 @@ def workload_round(c: httpx.Client, tally: Tally, tag: str, reason: str | None) 
     return refused is not None
 
 
+def burst(srv: RunningServer, tally: Tally, tag: str, reason: str | None, clients: int = 24) -> None:
+    """`clients` creates at once, so that they share transactions (group commit) under the fault."""
+    async def send() -> list[httpx.Response]:
+        headers = {"Authorization": f"Bearer {srv.key}"}
+        limits = httpx.Limits(max_connections=clients)
+        async with httpx.AsyncClient(base_url=srv.url, headers=headers, limits=limits, timeout=30) as client:
+            return list(await asyncio.gather(*(
+                client.post("/api/sessions", json={"id": f"{tag}-{i}", "system_prompt": PROMPT})
+                for i in range(clients))))
+
+    for i, response in enumerate(asyncio.run(send())):
+        refused = tally.note("create", response, 201, reason)
+        (tally.acknowledged if refused is None else tally.refused).append(f"{tag}-{i}")
+
+
 def chat_turns(c: httpx.Client, sid: str, count: int) -> list[int]:
     return [c.post(f"/api/sessions/{sid}/chat", json={"message": f"turn {i} under the fault"}).status_code
             for i in range(count)]
@@ -182,9 +198,10 @@ def test_full_disk(small_disk: Path) -> None:
         refused_in_a_row = 0
         for i in range(400):  # the workload fills the rest, then keeps going under ENOSPC
             refused_in_a_row = refused_in_a_row + 1 if workload_round(c, tally, f"full-{i}", FULL) else 0
-            if refused_in_a_row >= 15:
+            if refused_in_a_row >= 50:
                 break
-        assert refused_in_a_row >= 15, "the disk never filled up"
+        assert refused_in_a_row >= 50, "the disk never filled up"
+        burst(srv, tally, "full-burst", FULL)
         # Chat keeps 0.19.0's rule: answered, not stored, one warning per turn.
         warnings_before = srv.log().count(NOT_STORED)
         assert chat_turns(c, tally.acknowledged[0], 3) == [200, 200, 200]
@@ -224,8 +241,9 @@ def test_read_only_flip(tmp_path: Path) -> None:
         if flipped.returncode != 0:
             pytest.skip(f"cannot make state.db immutable here ({flipped.stderr.strip()})")
 
-        for i in range(20):
+        for i in range(50):
             assert workload_round(c, tally, f"ro-{i}", IO_ERROR)
+        burst(srv, tally, "ro-burst", IO_ERROR)
         warnings_before = srv.log().count(NOT_STORED)
         assert chat_turns(c, tally.acknowledged[0], 3) == [200, 200, 200]
         assert srv.log().count(NOT_STORED) - warnings_before == 3
