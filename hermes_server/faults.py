@@ -385,7 +385,7 @@ def _refuse_writes(db: Database, kind: str, duration_ms: int | None) -> None:
     if duration_ms is None:
         refuse_request_writes(kind)
     else:
-        db.health.refuse_all_for(kind, duration_ms / 1000)
+        db.write_health.refuse_all_for(kind, duration_ms / 1000)
 
 
 async def call_with_faults(svc: Services, endpoint: Endpoint, request: Request, route: str) -> Response:

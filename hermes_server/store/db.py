@@ -176,7 +176,7 @@ class Database:
         self.unavailable_until = 0.0
         # Whether writes fail for a storage reason (full disk, read-only, I/O error), and
         # the injected faults that make them fail so on purpose (storage_faults.py).
-        self.health = WriteHealth()
+        self.write_health = WriteHealth()
 
     # -- opening -----------------------------------------------------------
 
@@ -290,7 +290,7 @@ class Database:
         result (or exception) is this write's own, delivered after the commit.
         """
         await self.ensure_open()
-        refusal = self.health.injected()
+        refusal = self.write_health.injected()
         op = refusing_write(refusal) if refusal else (lambda conn: fn(conn, *args, **kwargs))
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         with self._queue_lock:
@@ -331,7 +331,7 @@ class Database:
         outcomes = self._run_batch(batch)
         # Rows changed (rolled-back ones count too) and a write that succeeded: a commit that wrote.
         wrote = conn is not None and conn.total_changes != changes and any(ok for ok, _ in outcomes)
-        return self.health.review(outcomes, wrote)
+        return self.write_health.review(outcomes, wrote)
 
     def _run_batch(self, batch: list[tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]]]
                    ) -> list[tuple[bool, Any]]:
