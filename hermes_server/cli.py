@@ -97,6 +97,7 @@ def serve(args: argparse.Namespace) -> int:
 
     from hermes_server.app import create_app
     from hermes_server.domain.errors import SchemaMismatch
+    from hermes_server.http.heads import HeadLimits, protocol_for
     from hermes_server.store.migrate import check_existing
 
     settings, no_auth = settings_from_args(args)
@@ -151,6 +152,9 @@ def serve(args: argparse.Namespace) -> int:
         # chat turns and state.db are closed last, in lifespan shutdown.
         timeout_graceful_shutdown=settings.shutdown_grace_seconds,
         lifespan="on",
+        # httptools with byte limits on the request head (http/heads.py).
+        http=protocol_for(HeadLimits(settings.max_request_line, settings.max_header_bytes,
+                                     settings.max_head_bytes, settings.max_request_bytes)),
     )
     return 0
 

@@ -9,6 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 MAX_REQUEST_BYTES = 10_000_000
+# Byte limits of a request head (heads.py): request line (414), one header line (431),
+# the whole head (431). Far above what real clients send.
+MAX_REQUEST_LINE = 8 * 1024
+MAX_HEADER_BYTES = 16 * 1024
+MAX_HEAD_BYTES = 64 * 1024
 DEFAULT_MODEL_NAME = "hermes-agent"
 
 
@@ -24,6 +29,9 @@ class Settings:
     model_name: str = DEFAULT_MODEL_NAME
     cors_origins: tuple[str, ...] = ()
     max_request_bytes: int = MAX_REQUEST_BYTES
+    max_request_line: int = MAX_REQUEST_LINE
+    max_header_bytes: int = MAX_HEADER_BYTES
+    max_head_bytes: int = MAX_HEAD_BYTES
     # Seconds without an event after which the chat stream writes `: keepalive`.
     keepalive_seconds: float = 30.0
     # The chat agent (`echo`, `openai`, `script`) and its options.

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from hermes_server.agents import AGENT_NAMES
+from hermes_server.config import MAX_HEAD_BYTES, MAX_HEADER_BYTES, MAX_REQUEST_LINE
 from hermes_server.http.logs import FORMATS, LEVELS
 
 Parser = Callable[[str], Any]
@@ -163,6 +164,15 @@ SERVE_OPTIONS: tuple[Option, ...] = (
     Option("compress_after_messages", "--compress-after-messages", "HERMES_SERVER_COMPRESS_AFTER_MESSAGES",
            None, whole(1), "rotate a session into a compression continuation when a turn would take its active "
            "transcript past N messages", group="chat", metavar="N", shown_default="off"),
+    Option("max_request_line", "--max-request-line", "HERMES_SERVER_MAX_REQUEST_LINE", MAX_REQUEST_LINE,
+           whole(256), "most bytes of the request line (longer: 414, connection closed)", group="request heads",
+           metavar="BYTES"),
+    Option("max_header_bytes", "--max-header-bytes", "HERMES_SERVER_MAX_HEADER_BYTES", MAX_HEADER_BYTES,
+           whole(256), "most bytes of one header line (longer: 431, connection closed)", group="request heads",
+           metavar="BYTES"),
+    Option("max_head_bytes", "--max-head-bytes", "HERMES_SERVER_MAX_HEAD_BYTES", MAX_HEAD_BYTES, whole(256),
+           "most bytes of the request line and all header lines together (longer: 431, connection closed)",
+           group="request heads", metavar="BYTES"),
     Option("fixture_path", "--fixture", "HERMES_SERVER_FIXTURE", None, path,
            "merge this fixture file into state.db at start; POST /_fixture/reset returns to it",
            group="test control", metavar="FILE"),
@@ -174,7 +184,7 @@ SERVE_OPTIONS: tuple[Option, ...] = (
            "2030-01-01T00:00:00Z and moves 1 ms per reading", group="test control", switch=True),
 )
 
-GROUP_TITLES = {"chat": "chat", "test control": "test control"}
+GROUP_TITLES = {"chat": "chat", "request heads": "request heads", "test control": "test control"}
 
 
 def add_options(parser: argparse.ArgumentParser, options: Sequence[Option]) -> None:

@@ -17,8 +17,8 @@ Scope = Mapping[str, Any]
 class Hooks(Protocol):
     """What fork, the chat turn and the chat stream ask test control."""
 
-    def fork_step_done(self, scope: Scope, step: int) -> None:
-        """After fork's write number `step` (1 close, 2 child, 3 messages, 4 title); may raise to stop there."""
+    async def fork_step_done(self, scope: Scope, step: int) -> None:
+        """After fork's write number `step` (1 close, 2 child, 3 messages, 4 title); may wait, or raise to stop there."""
 
     def history_load_fails(self, scope: Scope | None) -> bool:
         """Whether this turn must behave as if loading its history raised."""
@@ -33,7 +33,7 @@ class Hooks(Protocol):
 class NoHooks:
     """The default: nothing ever interferes."""
 
-    def fork_step_done(self, scope: Scope, step: int) -> None:
+    async def fork_step_done(self, scope: Scope, step: int) -> None:
         return None
 
     def history_load_fails(self, scope: Scope | None) -> bool:

@@ -4,9 +4,10 @@ Shared by session chat (`/chat`, `/chat/stream`) and `/v1/chat/completions`, so
 every route leaves the same rows for a turn. The turn runs in a task owned by the
 server (`chat/tasks.py`), not by the HTTP response, so a client that disconnects
 neither stops the agent nor undoes its writes (a disconnect is not a rollback).
-Storage failures during a turn are logged and never fail the turn, as upstream's
-agent does; an exception from the agent itself reaches the caller, which `answer`
-turns into `AgentFailed` for the routes that wait for the turn.
+Storage failures during a turn are logged (once per turn, whichever of its two
+writes failed first) and never fail the turn, as upstream's agent does; an exception
+from the agent itself reaches the caller, which `answer` turns into `AgentFailed`
+for the routes that wait for the turn.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from hermes_server.config import Settings
 from hermes_server.domain.clock import Clock
 from hermes_server.domain.compression import continuation_id
 from hermes_server.domain.content import UserMessage, conversation_history, stored_user_content
-from hermes_server.domain.errors import AgentFailed, DatabaseUnavailable
+from hermes_server.domain.errors import AgentFailed, DatabaseUnavailable, StorageFault
 from hermes_server.domain.ids import IdSource
 from hermes_server.domain.projection import message_projection
 from hermes_server.domain.usage import Usage
@@ -84,7 +85,24 @@ async def load_history(ctx: TurnContext, turn: ChatTurn) -> list[dict[str, Any]]
     return conversation_history(rows)
 
 
-async def _begin(ctx: TurnContext, turn: ChatTurn, history: list[dict[str, Any]]) -> turns.TurnStart:
+class _Bookkeeping:
+    """The storage outcome of one turn: its first failure is logged, later ones are not."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.reported = False
+
+    def failed(self, part: str, exc: Exception) -> None:
+        if self.reported:
+            return
+        self.reported = True
+        cause = exc.reason if isinstance(exc, StorageFault) else type(exc).__name__
+        log.warning("session %r: this turn is answered but not stored whole: %s could not be written (%s)",
+                    self.session_id, part, cause)
+
+
+async def _begin(ctx: TurnContext, turn: ChatTurn, history: list[dict[str, Any]],
+                 book: _Bookkeeping) -> turns.TurnStart:
     now = ctx.clock.now()
     try:
         if ctx.hooks.persistence_fails(turn.origin):  # an injected fault: the whole turn goes unrecorded
@@ -97,11 +115,12 @@ async def _begin(ctx: TurnContext, turn: ChatTurn, history: list[dict[str, Any]]
             continuation_id=continuation_id(now, ctx.ids.continuation_suffix()),
         )
     except Exception as exc:  # noqa: BLE001 - a turn is not failed by its bookkeeping
-        log.error("session %r: the start of a turn could not be recorded (%s)", turn.session_id, type(exc).__name__)
+        book.failed("its user message", exc)
         return turns.TurnStart(turn.session_id)
 
 
-async def _finish(ctx: TurnContext, turn: ChatTurn, session_id: str, result: TurnResult) -> None:
+async def _finish(ctx: TurnContext, turn: ChatTurn, session_id: str, result: TurnResult,
+                  book: _Bookkeeping) -> None:
     try:
         if ctx.hooks.persistence_fails(turn.origin):
             raise DatabaseUnavailable("turn not stored (injected fault)")
@@ -110,14 +129,15 @@ async def _finish(ctx: TurnContext, turn: ChatTurn, session_id: str, result: Tur
             model=ctx.agent.model, reported_model=result.model, now=ctx.clock.now(),
         )
     except Exception as exc:  # noqa: BLE001 - as in _begin
-        log.error("session %r: the end of a turn could not be recorded (%s)", session_id, type(exc).__name__)
+        book.failed("its reply", exc)
 
 
 async def run_turn(ctx: TurnContext, turn: ChatTurn,
                    on_event: Callable[[AgentEvent], None] | None = None) -> TurnOutcome:
     """Run one turn to completion; `on_event` sees every agent event except the result."""
     history = turn.history if turn.history is not None else await load_history(ctx, turn)
-    start = await _begin(ctx, turn, history)
+    book = _Bookkeeping(turn.session_id)
+    start = await _begin(ctx, turn, history, book)
     request = TurnRequest(
         turn.session_id,
         [start.summary] if start.summary else history,
@@ -132,7 +152,7 @@ async def run_turn(ctx: TurnContext, turn: ChatTurn,
             on_event(event)
     if result is None:
         raise AgentError("the agent ended the turn without a result")
-    await _finish(ctx, turn, start.target_id, result)
+    await _finish(ctx, turn, start.target_id, result, book)
     return TurnOutcome(
         start.target_id,
         result.final_text,

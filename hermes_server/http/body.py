@@ -4,6 +4,10 @@ Upstream decodes the body as text (Content-Type charset, else UTF-8) and parses 
 with Python's `json.loads`: NaN/Infinity are accepted, a UTF-8 BOM is not, and the
 Content-Type itself is never checked. A body that grows past the limit while being
 read (no Content-Length) is a 413 here (D4), and reading stops at the limit.
+
+A client that hangs up mid-body, or sends a body the HTTP parser refuses (uvicorn then
+answers 400 itself and closes the connection), ends the read with `ClientLeft`: the
+request is over, and nobody is left to answer.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 
 from hermes_server.http.errors import body_too_large, invalid_json, not_an_object
 
@@ -25,15 +29,22 @@ def _charset(request: Request) -> str:
     return "utf-8"
 
 
+class ClientLeft(Exception):
+    """The connection ended before the request body was read whole: not an error of the server."""
+
+
 async def read_body(request: Request, limit: int) -> bytes:
     """The raw body, refusing (413) as soon as it exceeds `limit` bytes."""
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise body_too_large()
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise body_too_large()
+            chunks.append(chunk)
+    except ClientDisconnect:
+        raise ClientLeft() from None
     return b"".join(chunks)
 
 

@@ -20,6 +20,8 @@ from hermes_server.domain.errors import (
     DatabaseUnavailable,
     DocumentError,
     SessionExists,
+    SessionGone,
+    StorageFault,
     TitleConflict,
 )
 from hermes_server.domain.openai_messages import MessagesError
@@ -95,6 +97,14 @@ def db_unavailable() -> ApiError:
     return ApiError(503, "Session database unavailable", "session_db_unavailable")
 
 
+def storage_refused(reason: str, write: bool, written: str | None = None) -> ApiError:
+    """A full disk, a read-only file or an I/O error under the open database: what happened, and
+    (for a write) what is stored: nothing, as its transaction was rolled back, or what the
+    request's earlier writes stored."""
+    outcome = f"; {written or 'nothing was written'}" if write else ""
+    return ApiError(503, f"Session database unavailable: {reason}{outcome}", "session_db_unavailable")
+
+
 def session_not_found(session_id: str) -> ApiError:
     return ApiError(404, f"Session not found: {session_id}", "session_not_found")
 
@@ -157,6 +167,8 @@ def _api(build: Callable[[Any], ApiError]) -> Handler:
 HERMES_ERRORS = ErrorMap({
     ApiError: _api(lambda exc: exc),
     DatabaseUnavailable: _api(lambda exc: db_unavailable()),
+    StorageFault: _api(lambda exc: storage_refused(exc.reason, exc.write, exc.written)),
+    SessionGone: _api(lambda exc: session_not_found(exc.session_id)),
     SessionExists: _api(lambda exc: session_exists(exc.session_id)),
     TitleConflict: _api(lambda exc: invalid_title(str(exc))),
     TitleTooLong: _api(lambda exc: invalid_title(str(exc))),

@@ -27,6 +27,10 @@ TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 access_log = logging.getLogger("hermes_server.access")
 error_log = logging.getLogger("hermes_server.errors")
 
+# The access line's status for a request whose client left before it could be answered
+# (nginx's "client closed request"); no such status is ever sent.
+CLIENT_LEFT = 499
+
 # Longest session id a log line shows; the rest is cut (ids may be up to 256 characters).
 _MAX_ID_CHARS = 80
 _SPACE = re.compile(r"\s")

@@ -21,8 +21,9 @@ from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
 from hermes_server.config import Settings
+from hermes_server.http.body import ClientLeft
 from hermes_server.http.errors import ApiError, ErrorMap, body_too_large
-from hermes_server.http.logs import log_access, log_failure, new_request_id
+from hermes_server.http.logs import CLIENT_LEFT, log_access, log_failure, new_request_id
 from hermes_server.http.responses import (
     METHOD_NOT_ALLOWED_TEXT,
     NOT_FOUND_TEXT,
@@ -102,6 +103,11 @@ class Pipeline:
         try:
             response, route = await self.dispatch(Request(scope, receive))
             await response(scope, receive, send_and_note)
+        except ClientLeft:  # gone mid-body: nothing to answer, nothing went wrong here
+            route = scope.get(ROUTE_KEY)
+            status = CLIENT_LEFT
+            log.debug("%s %s: the client left before its request body was read (request %s)",
+                      scope["method"], route.template if route else "-", request_id)
         except Exception as exc:  # noqa: BLE001 - a bug while sending a response: report once, end cleanly
             log_failure(exc, scope["method"], route.template if route else None, request_id)
             if not completed:
@@ -160,6 +166,8 @@ class Pipeline:
             return PlainTextResponse(METHOD_NOT_ALLOWED_TEXT, 405, {"Allow": match.route.allow}), match.route
         try:
             response = await match.endpoint(request, self.context)
+        except ClientLeft:
+            raise  # the pipeline ends the request (see __call__)
         except Exception as exc:  # noqa: BLE001 - mapped below, or reported as a bug
             errors = match.route.errors or self.errors
             response = errors.render(exc) or self._crash(exc, request, match.route)

@@ -294,7 +294,8 @@ RESPONSES: dict[str, Any] = {
     "Conflict": _error("A session with this id already exists (`session_exists`)."),
     "PayloadTooLarge": _error("Body over 10,000,000 bytes (`body_too_large`)."),
     "ServerError": _error("The agent failed during the turn (`server_error`)."),
-    "Unavailable": _error("state.db cannot be opened (`session_db_unavailable`)."),
+    "Unavailable": _error("state.db cannot be opened, or its storage fails under it: a full disk, a read-only "
+                          "file, an I/O error (`session_db_unavailable`; the message names the cause)."),
 }
 
 PARAMETERS: dict[str, Any] = {

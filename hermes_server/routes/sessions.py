@@ -22,12 +22,19 @@ from hermes_server.http.errors import (
     session_not_found,
 )
 from hermes_server.http.responses import HermesJSONResponse
+from hermes_server.domain.errors import StorageFault
 from hermes_server.http.routing import Operation, Route
 from hermes_server.openapi.schemas import BODY_ERRORS, SESSION_ERRORS, STORE_ERRORS
 from hermes_server.routes.common import existing_session, first_query_values
 from hermes_server.store import listing, messages, sessions
 
 PATCHABLE_FIELDS = {"title", "end_reason"}
+# What a fork whose storage failed after step k left stored (its steps are separate writes).
+_FORK_WRITTEN = {
+    1: "the source session is closed, no fork was created",
+    2: "fork {fork_id} was created without its messages and title",
+    3: "fork {fork_id} was created with its messages but without its title",
+}
 
 
 def _session_body(row: dict[str, Any], status: int = 200) -> Response:
@@ -151,20 +158,29 @@ async def fork_session(request: Request, ctx: AppContext) -> Response:
     if await ctx.db.read(sessions.session_exists, fork_id):
         raise session_exists(fork_id)
 
-    # Test control may stop the fork between its writes (a fault's hook; nothing by default).
-    hooks, scope = ctx.hooks, request.scope
-    await ctx.db.write(sessions.end_session, source_id, "branched", ctx.now())
-    hooks.fork_step_done(scope, 1)
-    await ctx.db.write(sessions.create_fork_child, fork_id, source, ctx.now())
-    hooks.fork_step_done(scope, 2)
-    await ctx.db.write(messages.copy_active_messages, source_id, fork_id)
-    hooks.fork_step_done(scope, 3)
+    done = 0
 
-    title = body.get("title")
-    if title is None:
-        title = await ctx.db.read(sessions.next_title, source.get("title") or "fork")
-    await ctx.db.write(sessions.set_title, fork_id, sanitize_title(str(title)))
-    hooks.fork_step_done(scope, 4)
+    async def step(write: Any, *args: Any) -> None:
+        """One of fork's four writes; test control may pause or stop the fork after it
+        (a fault's hook; nothing by default)."""
+        nonlocal done
+        await ctx.db.write(write, *args)
+        done += 1
+        await ctx.hooks.fork_step_done(request.scope, done)
+
+    try:
+        await step(sessions.end_session, source_id, "branched", ctx.now())
+        await step(sessions.create_fork_child, fork_id, source, ctx.now())
+        await step(messages.copy_active_messages, source_id, fork_id)
+        title = body.get("title")
+        if title is None:
+            title = await ctx.db.read(sessions.next_title, source.get("title") or "fork")
+        await step(sessions.set_title, fork_id, sanitize_title(str(title)))
+    except StorageFault as exc:
+        if not done:
+            raise
+        # The storage refused a later step: the answer says what the earlier ones stored.
+        raise StorageFault(exc.reason, written=_FORK_WRITTEN[done].format(fork_id=fork_id)) from None
 
     child = await ctx.db.read(sessions.get_session, fork_id)
     return _session_body(child or {"id": fork_id, "parent_session_id": source_id}, 201)

@@ -38,8 +38,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
-from hermes_server.store import migrate
 from hermes_server.domain.errors import DatabaseUnavailable, SchemaMismatch
+from hermes_server.store import migrate
+from hermes_server.store.storage_faults import WriteHealth, refusing_write, storage_fault
 
 log = logging.getLogger("hermes_server.store")
 
@@ -117,6 +118,15 @@ class _Budget:
         return 1 if self.left < 0 else 0
 
 
+def _rollback(conn: sqlite3.Connection) -> None:
+    """End an open transaction, if any; a failing storage may refuse even that (tried again later)."""
+    if conn.in_transaction:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error as exc:
+            log.debug("ROLLBACK failed: %s", exc)
+
+
 def _settle(futures: list[asyncio.Future[Any]], outcomes: list[tuple[bool, Any]]) -> None:
     """On the loop: give each waiting write its result or exception (unless it gave up waiting)."""
     for future, (ok, value) in zip(futures, outcomes):
@@ -164,6 +174,9 @@ class Database:
         self._closed = False
         # Monotonic deadline of an injected storage outage (fault injection); 0.0 means none.
         self.unavailable_until = 0.0
+        # Whether writes fail for a storage reason (full disk, read-only, I/O error), and
+        # the injected faults that make them fail so on purpose (storage_faults.py).
+        self.write_health = WriteHealth()
 
     # -- opening -----------------------------------------------------------
 
@@ -193,8 +206,9 @@ class Database:
         self.unavailable_until = time.monotonic() + seconds
 
     def end_outage(self) -> None:
-        """End an injected outage now (a reset of the test-control state)."""
+        """End an injected outage or write refusal now (a reset of the test-control state)."""
         self.unavailable_until = 0.0
+        self.write_health.end_injected()
 
     def _check_outage(self) -> None:
         if time.monotonic() < self.unavailable_until:
@@ -261,12 +275,18 @@ class Database:
         A `loop_read` is tried on the loop first (see there).
         """
         await self.ensure_open()
-        if getattr(fn, "loop_read", False) and not self._closed:
-            done, result = self._read_on_loop(fn, args, kwargs)
-            if done:
-                return result  # type: ignore[return-value]
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._readers, self._run_read, lambda conn: fn(conn, *args, **kwargs))
+        try:
+            if getattr(fn, "loop_read", False) and not self._closed:
+                done, result = self._read_on_loop(fn, args, kwargs)
+                if done:
+                    return result  # type: ignore[return-value]
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self._readers, self._run_read, lambda conn: fn(conn, *args, **kwargs))
+        except sqlite3.DatabaseError as exc:
+            fault = storage_fault(exc, write=False)
+            if fault is None:
+                raise
+            raise fault from None
 
     async def write(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run `fn(conn, *args, **kwargs)` on the writer thread inside `BEGIN IMMEDIATE … COMMIT`.
@@ -275,9 +295,11 @@ class Database:
         result (or exception) is this write's own, delivered after the commit.
         """
         await self.ensure_open()
+        refusal = self.write_health.injected()
+        op = refusing_write(refusal) if refusal else (lambda conn: fn(conn, *args, **kwargs))
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         with self._queue_lock:
-            self._queued.append((lambda conn: fn(conn, *args, **kwargs), future))
+            self._queued.append((op, future))
             if not self._draining:
                 self._draining = True
                 self._writer.submit(self._drain)
@@ -308,7 +330,16 @@ class Database:
 
     def _run_group(self, batch: list[tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]]]
                    ) -> list[tuple[bool, Any]]:
-        """(ok, result or exception) for each write of the batch, in order."""
+        """(ok, result or exception) for each write of the batch, in order; storage failures as StorageFault."""
+        conn = self._writer_conn
+        changes = conn.total_changes if conn is not None else 0
+        outcomes = self._run_batch(batch)
+        # Rows changed (rolled-back ones count too) and a write that succeeded: a commit that wrote.
+        wrote = conn is not None and conn.total_changes != changes and any(ok for ok, _ in outcomes)
+        return self.write_health.review(outcomes, wrote)
+
+    def _run_batch(self, batch: list[tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]]]
+                   ) -> list[tuple[bool, Any]]:
         if len(batch) == 1:
             try:
                 return [(True, self._run_write(batch[0][0]))]
@@ -326,13 +357,13 @@ class Database:
         deadline = time.monotonic() + self.write_retry_seconds
         while True:
             try:
+                _rollback(conn)  # a rollback that failed with the storage is finished here
                 conn.execute("BEGIN IMMEDIATE")
                 try:
                     result = op(conn)
                     conn.execute("COMMIT")
                 except BaseException:
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
+                    _rollback(conn)
                     raise
                 return result
             except sqlite3.OperationalError as exc:

@@ -7,6 +7,7 @@ import sqlite3
 from typing import Any
 
 from hermes_server.domain.projection import decode_content, decode_tool_calls, encode_content
+from hermes_server.domain.errors import SessionGone
 from hermes_server.domain.titles import scrub_surrogates
 from hermes_server.store import lineage
 from hermes_server.store.db import fetch_dicts, loop_read
@@ -124,8 +125,10 @@ def copy_active_messages(conn: sqlite3.Connection, source_id: str, target_id: st
 
     Timestamps are preserved (so a fork sorts at its source's last activity);
     reasoning fields survive only on assistant rows. The target's message and
-    tool-call counters are set to what was copied.
+    tool-call counters are set to what was copied. A target deleted meanwhile is a 404.
     """
+    if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (target_id,)).fetchone() is None:
+        raise SessionGone(target_id)
     rows = conn.execute(
         f"SELECT {_COPY_COLUMNS} FROM messages WHERE session_id = ? AND active = 1 ORDER BY id",
         (source_id,),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from hermes_server.domain.errors import SessionExists, TitleConflict
+from hermes_server.domain.errors import SessionExists, SessionGone, TitleConflict
 from hermes_server.domain.titles import like_escape, lineage_base, next_lineage_title, sanitize_title
 from hermes_server.store import lineage
 from hermes_server.store.db import fetch_dicts, loop_read
@@ -106,8 +106,11 @@ def create_fork_child(
     """Fork step 2: the `api_server` child carrying model and system prompt, parented to the source.
 
     Upstream writes an upsert that fills NULL columns on conflict; after the 409
-    check a conflict only happens on a race, and then we fill the same way.
+    check a conflict only happens on a race, and then we fill the same way. A source
+    deleted since the request found it is a 404, not a foreign-key failure.
     """
+    if not session_exists(conn, source["id"]):
+        raise SessionGone(source["id"])
     conn.execute(
         "INSERT INTO sessions (id, source, model, system_prompt, parent_session_id, started_at)"
         " VALUES (?, 'api_server', ?, ?, ?, ?)"

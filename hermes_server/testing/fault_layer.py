@@ -21,7 +21,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from hermes_server.http.errors import ErrorMap
 from hermes_server.http.routing import Endpoint, Route
 from hermes_server.store.db import Database
-from hermes_server.testing.faults import PIPELINE_KINDS, FaultRegistry, RequestContext
+from hermes_server.store.storage_faults import refuse_request_writes
+from hermes_server.testing.faults import PIPELINE_KINDS, STORAGE_KINDS, FaultRegistry, RequestContext
 
 # Where the layers leave what they share in the request's scope.
 RAW_SEND = "hermes.raw_send"
@@ -77,6 +78,8 @@ class FaultLayer:
                    errors: ErrorMap) -> Response:
         faults = RequestContext(route_name, request.method, request.path_params.get("session_id"))
         request.scope[FAULTS_KEY] = faults
+        # asyncio may carry one request's context into the next on the same connection.
+        refuse_request_writes(None)
         injected = await self._act(faults, "before")
         if injected is not None:
             return injected
@@ -97,6 +100,8 @@ class FaultLayer:
         for fault in self.registry.firing(faults, PIPELINE_KINDS, when):
             if fault.kind == "storage_unavailable" and when == "before":
                 self.db.fail_for(fault.params["duration_ms"] / 1000)
+            elif fault.kind in STORAGE_KINDS and when == "before":
+                self._refuse_writes(fault.kind, fault.params["duration_ms"])
             elif fault.kind == "latency":
                 await asyncio.sleep(fault.params["latency_ms"] / 1000)
             elif fault.kind == "status":
@@ -104,6 +109,15 @@ class FaultLayer:
             elif fault.kind == "connection_reset":
                 return ConnectionReset()
         return None
+
+
+    def _refuse_writes(self, kind: str, duration_ms: int | None) -> None:
+        """A storage-kind fault: every write for `duration_ms`, else the writes of this request
+        (and of the chat turn it starts, which inherits the request's context)."""
+        if duration_ms is None:
+            refuse_request_writes(kind)
+        else:
+            self.db.write_health.refuse_all_for(kind, duration_ms / 1000)
 
 
 class FaultHooks:
@@ -116,12 +130,16 @@ class FaultHooks:
         faults = request_faults(scope)
         return None if faults is None else self.registry.decide(faults, kind, **where)
 
-    def fork_step_done(self, scope: Mapping[str, Any], step: int) -> None:
-        """After fork's write number `step`: maybe stop here.
+    async def fork_step_done(self, scope: Mapping[str, Any], step: int) -> None:
+        """After fork's write number `step`: maybe wait, or stop, here.
 
+        A pause lets a test land another request (a delete of the source) inside the fork.
         The interruption is a dropped connection by default (the client cannot know
         what was written), or the error envelope the fault names.
         """
+        pause = self._decide(scope, "fork_paused", after_step=step)
+        if pause is not None:
+            await asyncio.sleep(pause.params["latency_ms"] / 1000)
         fault = self._decide(scope, "fork_interrupted", after_step=step)
         if fault is None:
             return

@@ -15,8 +15,12 @@ generator (so a run is repeatable). Where it acts:
   handler once when the app is composed): `status`, `latency`,
   `connection_reset`, and `storage_unavailable`, which makes state.db refuse
   every operation for a while;
+- in the writer (store/storage_faults.py): `disk_full`, `read_only`, `io_error`
+  make the writes of the matching request (or, with `duration_ms`, every write
+  for that long) fail exactly as that storage failure does: 503, nothing written;
 - at the test-control hooks inside use cases (chat/hooks.py): `fork_interrupted`
-  (after step k of fork's four writes), `history_load_failure` and
+  and `fork_paused` (after step k of fork's four writes: stop there, or wait there,
+  so that a delete can land inside the fork), `history_load_failure` and
   `persistence_failure` (the chat turn), `stream_cut` (the session chat stream).
 
 This module holds the faults and their registry; the layer that makes them act
@@ -52,10 +56,13 @@ OPERATIONS: dict[str, tuple[str, str]] = {
 SESSION_ROUTES = frozenset(route for route, _ in OPERATIONS.values())
 CHAT_ROUTES = ("session_chat", "session_chat_stream")
 
-PIPELINE_KINDS = ("status", "latency", "connection_reset", "storage_unavailable")
+# Storage failures of an open state.db, as their writes see them.
+STORAGE_KINDS = ("disk_full", "read_only", "io_error")
+PIPELINE_KINDS = ("status", "latency", "connection_reset", "storage_unavailable", *STORAGE_KINDS)
 # Handler-hook kinds and the routes they can act on.
 HOOK_ROUTES: dict[str, tuple[str, ...]] = {
     "fork_interrupted": ("session_fork",),
+    "fork_paused": ("session_fork",),
     "history_load_failure": CHAT_ROUTES,
     "persistence_failure": CHAT_ROUTES,
     "stream_cut": ("session_chat_stream",),
@@ -70,7 +77,9 @@ KIND_KEYS: dict[str, tuple[str, ...]] = {
     "latency": ("when", "latency_ms"),
     "connection_reset": ("when",),
     "storage_unavailable": ("duration_ms",),
+    **{kind: ("duration_ms",) for kind in STORAGE_KINDS},
     "fork_interrupted": ("after_step",) + STATUS_KEYS,
+    "fork_paused": ("after_step", "latency_ms"),
     "history_load_failure": (),
     "persistence_failure": (),
     "stream_cut": ("after_events",),
@@ -260,6 +269,13 @@ class FaultRegistry:
                 check.fail(child(path, "after_step"), f"is required: 1 to {FORK_STEPS}")
             params["after_step"] = check.integer(spec, "after_step", path, minimum=1, maximum=FORK_STEPS)
             params.update(_status_params(check, spec, path, None))
+        elif kind == "fork_paused":
+            for key, top in (("after_step", FORK_STEPS - 1), ("latency_ms", MAX_MILLISECONDS)):
+                if key not in spec:
+                    check.fail(child(path, key), "is required")
+                params[key] = check.integer(spec, key, path, minimum=1, maximum=top)
+        elif kind in STORAGE_KINDS:  # duration_ms optional: without it, the matching request's writes
+            params["duration_ms"] = check.integer(spec, "duration_ms", path, minimum=1, maximum=MAX_MILLISECONDS)
         else:
             required = {"latency": "latency_ms", "storage_unavailable": "duration_ms", "stream_cut": "after_events"}.get(kind)
             if required:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -56,16 +57,23 @@ def test_one_recipe_per_seed_row() -> None:
 
 
 @pytest.fixture(scope="module")
-def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[tuple[str, ...]], RunningServer]]:
-    """One --fixture-api server per distinct set of extra flags, started when a recipe first needs it."""
+def servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., RunningServer]]:
+    """One --fixture-api server per distinct set of extra flags and agent script, started when a
+    recipe first needs it."""
     started: dict[tuple[str, ...], RunningServer] = {}
 
-    def get(flags: tuple[str, ...]) -> RunningServer:
-        if flags not in started:
+    def get(flags: tuple[str, ...], script: Any = None) -> RunningServer:
+        name = (*flags, json.dumps(script))
+        if name not in started:
             home = tmp_path_factory.mktemp("recipes") / "home"
             key = None if "--no-auth" in flags else KEY
-            started[flags] = start_server(home, "--fixture-api", *[f for f in flags if f != "--no-auth"], key=key)
-        return started[flags]
+            extra = [f for f in flags if f != "--no-auth"]
+            if script is not None:
+                path = home.parent / "script.json"
+                path.write_text(json.dumps(script))
+                extra += ["--agent", "script", "--agent-script", str(path)]
+            started[name] = start_server(home, "--fixture-api", *extra, key=key)
+        return started[name]
 
     yield get
     for srv in started.values():
@@ -123,9 +131,29 @@ def send(client: httpx.Client, step: dict[str, Any], saved: dict[str, str]) -> t
     return response, raw, None
 
 
+def check_step(client: httpx.Client, step: dict[str, Any], saved: dict[str, str], where: str) -> None:
+    """Make one step's request (after its `after_ms`) and check what it expects."""
+    time.sleep(step.get("after_ms", 0) / 1000)
+    response, raw, failure = send(client, step, saved)
+    expect = substitute(step["expect"], saved)
+    assert failure == expect.get("transport_error"), f"{where}: transport {failure!r}"
+    if "events" in expect:
+        complete = raw[: raw.rfind(b"\n\n") + 2] if b"\n\n" in raw else b""
+        assert [f.name for f in parse_frames(complete) if f.name] == expect["events"], where
+    if response is None:
+        return
+    assert response.status_code == expect.get("status", response.status_code), f"{where}: {response.text}"
+    if "json" in expect:
+        assert matches(expect["json"], response.json()), f"{where}: {response.text}"
+    for header, value in expect.get("headers", {}).items():
+        assert response.headers.get(header) == value, f"{where}: {header}"
+    for key, path in step.get("save", {}).items():
+        saved[key] = dig(response.json(), path)
+
+
 @pytest.mark.parametrize("name, recipe", recipes(), ids=[name for name, _ in recipes()])
 def test_recipe(servers, name: str, recipe: dict[str, Any]) -> None:
-    srv = servers(tuple(recipe.get("server", ())))
+    srv = servers(tuple(recipe.get("server", ())), recipe.get("script"))
     client = srv.client
     assert client.post("/_fixture/reset", json={"to": "empty"}).status_code == 200
     if "seed" in recipe:
@@ -138,19 +166,10 @@ def test_recipe(servers, name: str, recipe: dict[str, Any]) -> None:
         if "wait_ms" in step:
             time.sleep(step["wait_ms"] / 1000)
             continue
-        where = f"{name} step {number} ({step['send']})"
-        response, raw, failure = send(client, step, saved)
-        expect = substitute(step["expect"], saved)
-        assert failure == expect.get("transport_error"), f"{where}: transport {failure!r}"
-        if "events" in expect:
-            complete = raw[: raw.rfind(b"\n\n") + 2] if b"\n\n" in raw else b""
-            assert [f.name for f in parse_frames(complete) if f.name] == expect["events"], where
-        if response is None:
+        if "parallel" in step:  # sent together, each after its own after_ms
+            with ThreadPoolExecutor(len(step["parallel"])) as pool:
+                for done in [pool.submit(check_step, client, sub, saved, f"{name} step {number} ({sub['send']})")
+                             for sub in step["parallel"]]:
+                    done.result()
             continue
-        assert response.status_code == expect.get("status", response.status_code), f"{where}: {response.text}"
-        if "json" in expect:
-            assert matches(expect["json"], response.json()), f"{where}: {response.text}"
-        for header, value in expect.get("headers", {}).items():
-            assert response.headers.get(header) == value, f"{where}: {header}"
-        for key, path in step.get("save", {}).items():
-            saved[key] = dig(response.json(), path)
+        check_step(client, step, saved, f"{name} step {number} ({step['send']})")

@@ -14,9 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.support.db import lineage_problems, sql
-
-from tests.support.server import RunningServer, log_trouble
+from tests.support.db import sql
+from tests.support.server import RunningServer, assert_sound
 
 CLIENTS = 50
 ROUNDS = 3
@@ -74,8 +73,3 @@ def test_fifty_patches_to_one_title(server: RunningServer) -> None:
     assert sql(server.db_path, "SELECT id FROM sessions WHERE title = 'race patch title'") == [(winner,)]
 
     assert_sound(server)
-
-
-def assert_sound(server: RunningServer) -> None:
-    assert lineage_problems(server.db_path) == []
-    assert log_trouble(server) == []

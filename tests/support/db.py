@@ -12,7 +12,7 @@ import json
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import pytest
 
@@ -148,3 +148,9 @@ def session_row(db_path: Path, session_id: str) -> dict[str, Any]:
 def unique(prefix: str) -> Callable[[str], str]:
     """Id maker for tests sharing a module server: unique(tag)('x') -> 'tag-x'."""
     return lambda name: f"{prefix}-{name}"
+
+
+def missing_sessions(db_path: Path, ids: Iterable[str]) -> list[str]:
+    """The ids among `ids` that have no session row (every acknowledged create must have one)."""
+    present = {row[0] for row in sql(db_path, "SELECT id FROM sessions")}
+    return [sid for sid in ids if sid not in present]

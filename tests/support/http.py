@@ -12,6 +12,8 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+import httpx
+
 from tests.support.server import RunningServer
 
 SECURITY_HEADERS = {
@@ -107,3 +109,17 @@ def _send_quietly(conn: http.client.HTTPConnection, parts: Iterable[bytes], end:
 def error(code: str | None, message: str, param: Any = None) -> dict[str, Any]:
     """The standard envelope, for equality assertions."""
     return {"error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}}
+
+
+def envelope_problem(response: httpx.Response, status: int, code: str | None) -> str | None:
+    """Why `response` is not `status` with the standard envelope carrying `code`, or None."""
+    if response.status_code != status:
+        return f"status {response.status_code}, not {status}: {response.text[:200]}"
+    if not response.headers.get("content-type", "").startswith("application/json"):
+        return f"content-type {response.headers.get('content-type')!r}: {response.text[:200]}"
+    error = response.json().get("error")
+    if not isinstance(error, dict) or set(error) != {"message", "type", "param", "code"}:
+        return f"not the standard envelope: {response.text[:200]}"
+    if error["code"] != code:
+        return f"code {error['code']!r}, not {code!r}"
+    return None

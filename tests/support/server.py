@@ -17,9 +17,11 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import httpx
+
+from tests.support.db import integrity, lineage_problems, missing_sessions
 
 KEY = "test-key-0123456789abcdef"
 
@@ -118,3 +120,12 @@ _TROUBLE = re.compile(r"Traceback \(most recent call last\)|\b(ERROR|CRITICAL)\b
 def log_trouble(server: RunningServer) -> list[str]:
     """Log lines that carry a traceback or an ERROR record."""
     return [line for line in server.log().splitlines() if _TROUBLE.search(line)]
+
+
+def assert_sound(server: RunningServer, acknowledged: Iterable[str] = ()) -> None:
+    """After a fault: integrity ok, lineage invariants hold, every acknowledged session is
+    present, and the log has no traceback or ERROR record."""
+    assert integrity(server.db_path) == "ok"
+    assert lineage_problems(server.db_path) == []
+    assert missing_sessions(server.db_path, acknowledged) == []
+    assert log_trouble(server) == []

@@ -206,7 +206,7 @@ def test_probability_is_repeatable_for_a_seed() -> None:
 
 @pytest.mark.parametrize("document, expected", [
     ({"kind": "explode"}, [("$.kind", "must be one of status, latency, connection_reset, storage_unavailable, "
-                                      "fork_interrupted, history_load_failure, persistence_failure, stream_cut; got 'explode'")]),
+                                      "disk_full, read_only, io_error, fork_interrupted, fork_paused, history_load_failure, persistence_failure, stream_cut; got 'explode'")]),
     ({"kind": "latency"}, [("$.latency_ms", "is required")]),
     ({"faults": [{"kind": "status", "status": 200}]}, [("$.faults[0].status", "must be an HTTP error status (400-599), got 200")]),
     ({"faults": [{"kind": "status"}, {"kind": "status", "route": "nowhere"}]},
@@ -232,6 +232,9 @@ def test_probability_is_repeatable_for_a_seed() -> None:
     ({"kind": "status", "headers": {"X-Note": "a\r\nSet-Cookie: x"}},
      [("$.headers", "must be an object of header names to Latin-1 string values without CR/LF/NUL")]),
     ([{"kind": "status"}], [("$", "must be an object, got a list")]),
+    ({"kind": "fork_paused"}, [("$.after_step", "is required"), ("$.latency_ms", "is required")]),
+    ({"kind": "disk_full", "duration_ms": 0}, [("$.duration_ms", "must be at least 1")]),
+    ({"kind": "io_error", "route": "session_get", "when": "after"}, [("$.when", "unknown field")]),
 ])
 def test_fault_problem_paths(document, expected) -> None:
     assert fault_problems(document) == expected
