@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 MAX_REQUEST_BYTES = 10_000_000
-# Byte limits of a request head (heads.py): request line (414), one header line (431),
+# Byte limits of a request head (http/heads.py): request line (414), one header line (431),
 # the whole head (431). Far above what real clients send.
 MAX_REQUEST_LINE = 8 * 1024
 MAX_HEADER_BYTES = 16 * 1024
