@@ -278,3 +278,10 @@ def test_a_suite_that_never_asks_starts_nothing(tmp_path: Path) -> None:
     assert run.returncode == 0, run.output
     assert "hermes-server" not in run.output
     assert run.leftovers() == []
+
+
+def test_the_readme_example_passes(tmp_path: Path) -> None:
+    section = (Path(__file__).resolve().parents[2] / "README.md").read_text().split("## Use it from pytest", 1)[1]
+    example = section.split("```python\n", 1)[1].split("```", 1)[0]
+    run = run_pytest(tmp_path, {"test_readme.py": example}, "-q")
+    assert run.returncode == 0 and "1 passed" in run.output, run.output
