@@ -7,6 +7,7 @@ can drive a server in a container or on another machine with the same calls.
 
 from __future__ import annotations
 
+import builtins
 import json
 from dataclasses import dataclass
 from datetime import datetime
@@ -113,31 +114,34 @@ def read_document(path: str | Path) -> dict[str, Any]:
 
 
 class Faults:
-    """`/_fixture/faults`: replace, add to, clear and list the installed faults."""
+    """`/_fixture/faults`: replace, add to, clear and list the installed faults.
+
+    (`list` is a method here, so annotations spell the type `builtins.list`.)
+    """
 
     def __init__(self, control: FixtureClient) -> None:
         self._control = control
 
-    def set(self, faults: FaultSpec | Sequence[FaultSpec]) -> list[InstalledFault]:
+    def set(self, faults: FaultSpec | Sequence[FaultSpec]) -> builtins.list[InstalledFault]:
         """Replace every installed fault with these (one fault object or a list)."""
         return self._send("PUT", faults)
 
-    def add(self, faults: FaultSpec | Sequence[FaultSpec]) -> list[InstalledFault]:
+    def add(self, faults: FaultSpec | Sequence[FaultSpec]) -> builtins.list[InstalledFault]:
         """Install these beside the ones already there."""
         return self._send("POST", faults)
 
-    def clear(self) -> list[InstalledFault]:
+    def clear(self) -> builtins.list[InstalledFault]:
         return self._parse(self._control.call("DELETE", "/_fixture/faults"))
 
-    def list(self) -> list[InstalledFault]:
+    def list(self) -> builtins.list[InstalledFault]:
         return self._parse(self._control.call("GET", "/_fixture/faults"))
 
-    def _send(self, method: str, faults: FaultSpec | Sequence[FaultSpec]) -> list[InstalledFault]:
-        body = {"faults": [dict(f) for f in faults]} if isinstance(faults, Sequence) else dict(faults)
+    def _send(self, method: str, faults: FaultSpec | Sequence[FaultSpec]) -> builtins.list[InstalledFault]:
+        body = dict(faults) if isinstance(faults, Mapping) else {"faults": [dict(f) for f in faults]}
         return self._parse(self._control.call(method, "/_fixture/faults", json=body))
 
     @staticmethod
-    def _parse(reply: dict[str, Any]) -> list[InstalledFault]:
+    def _parse(reply: dict[str, Any]) -> builtins.list[InstalledFault]:
         out = []
         for item in reply["data"]:
             spec = {k: v for k, v in item.items() if k not in ("fired", "remaining")}

@@ -4,7 +4,8 @@
 over a temporary HERMES_HOME, with `--fixture-api` and a generated key, and removes
 process and directory on exit. On Linux the server also dies with the process that
 started it (so a killed test runner leaves no server behind), and a later start sweeps
-the directories such a runner left.
+the directories such a runner left. (Linux ties that to the starting *thread*: start it from
+a thread that lives as long as the server should.)
 """
 
 from __future__ import annotations

@@ -76,7 +76,7 @@ def test_sessions_list_shows_what_the_api_lists(written: RunningServer) -> None:
     ours = sorted(api_list(written), key=lambda row: row["started_at"], reverse=True)
     assert [row["id"] for row in listed] == [row["id"] for row in ours]
     assert {row["id"] for row in listed} == {"chain-2", "alpha", "alpha-fork", "beta"}  # tip shown; hidden ones not
-    for cli_row, api_row in zip(listed, ours):
+    for cli_row, api_row in zip(listed, ours, strict=True):
         assert cli_row["title"] == (api_row["title"][:32] if api_row["title"] else None)
         assert api_row["preview"].startswith(cli_row["preview"].rstrip("…."))
 
