@@ -45,13 +45,17 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def _alive(pid: int) -> bool:
+    """Whether `pid` runs; a zombie (dead, not yet reaped by whoever adopted it) does not."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        return "State:\tZ" not in Path(f"/proc/{pid}/status").read_text()
+    except OSError:  # it ended meanwhile, or there is no /proc to ask (then trust os.kill)
+        return not Path("/proc").is_dir()
 
 
 def _pid_in(path: Path) -> int | None:

@@ -268,7 +268,8 @@ def test_a_killed_runner_takes_its_server_along_and_the_next_run_sweeps_its_dire
     (tmp_path / "test_hang.py").unlink()
     run = run_pytest(tmp_path, {"test_ok.py": RECORD + "def test_ok(hermes):\n    record(hermes)\n"}, "-q")
     assert run.returncode == 0, run.output
-    assert not Path(server["home"]).parent.exists()  # ...the next run removes it
+    left = Path(server["home"]).parent
+    assert not left.exists(), (run.output, [(p.name, p.read_text()) for p in left.glob("*.pid")])  # ...the next run removes it
     assert_clean(tmp_path, run)
 
 
