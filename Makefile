@@ -5,6 +5,9 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 HERMES_HOME ?= $(CURDIR)/.hermes-home
 export HERMES_HOME
+# The real hermes-agent, for the tests that run its SessionDB and `hermes` CLI on our state.db.
+UPSTREAM_VENV := .venv-upstream
+UPSTREAM_STAMP := $(UPSTREAM_VENV)/.installed
 
 .PHONY: serve test bench clean
 
@@ -19,8 +22,16 @@ $(STAMP): pyproject.toml | $(BIN)/python
 serve: $(STAMP)
 	$(BIN)/hermes-server serve
 
-test: $(STAMP)
-	$(BIN)/python -m pytest -q
+# Made once (about 20 s from the package registry), then reused; `make clean` keeps it.
+$(UPSTREAM_STAMP):
+	rm -rf $(UPSTREAM_VENV)
+	$(PYTHON) -m venv $(UPSTREAM_VENV)
+	$(UPSTREAM_VENV)/bin/pip install -q --disable-pip-version-check 'hermes-agent==0.19.0'
+	$(UPSTREAM_VENV)/bin/python -c 'import hermes_state'
+	touch $@
+
+test: $(STAMP) $(UPSTREAM_STAMP)
+	HERMES_UPSTREAM_VENV=$(CURDIR)/$(UPSTREAM_VENV) $(BIN)/python -m pytest -q
 
 # Full run (about 15 minutes; installs wrk via apt-get when root). Short: make bench BENCH_ARGS=--quick
 bench: $(STAMP)

@@ -1,7 +1,7 @@
 """state.db handling: 503 until it opens (T109), schema refusal, WAL, locks, clean shutdown, schema equality.
 
 Also that upstream's own SessionDB opens, reads and writes a state.db hermes-server
-created (skipped, with the reason, when the oracle venv is absent).
+created (hermes-agent 0.19.0 from the venv `make test` installs: tests/upstream.py).
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ import hashlib
 import http.client
 import importlib.util
 import json
-import os
 import shutil
 import signal
 import sqlite3
@@ -23,12 +22,11 @@ from pathlib import Path
 import pytest
 
 from tests.support.db import sql
-
 from tests.support.http import error, raw_request
 from tests.support.server import KEY, RunningServer, clean_env, free_port, start_server
+from tests.support.upstream import upstream_bin
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-ORACLE_PY = Path(os.environ.get("ORACLE_VENV", "/tmp/hermes-oracle-venv")) / "bin" / "python"
 UNAVAILABLE = error("session_db_unavailable", "Session database unavailable")
 _spec = importlib.util.spec_from_file_location("make_fixtures", FIXTURES / "make_fixtures.py")
 make_fixtures = importlib.util.module_from_spec(_spec)
@@ -271,9 +269,8 @@ print(json.dumps(out))
 """
 
 
-@pytest.mark.skipif(not ORACLE_PY.exists(), reason=f"upstream hermes-agent venv not found at {ORACLE_PY} "
-                                                    "(create it with ../shared/oracle/setup.sh)")
 def test_upstream_sessiondb_reads_and_writes_our_state_db(fresh_server: RunningServer) -> None:
+    upstream_python = upstream_bin("python")
     c = fresh_server.client
     assert c.post("/api/sessions", json={"id": "ours", "title": "our title", "system_prompt": "sp"}).status_code == 201
     conn = sqlite3.connect(fresh_server.db_path)
@@ -284,7 +281,7 @@ def test_upstream_sessiondb_reads_and_writes_our_state_db(fresh_server: RunningS
     assert c.post("/api/sessions/ours/fork", json={"id": "ours-fork", "title": "forked"}).status_code == 201
     schema_before = make_fixtures.schema_text(fresh_server.db_path)
 
-    out = subprocess.run([str(ORACLE_PY), "-c", UPSTREAM_SCRIPT, str(fresh_server.home)],
+    out = subprocess.run([str(upstream_python), "-c", UPSTREAM_SCRIPT, str(fresh_server.home)],
                          capture_output=True, text=True, timeout=120, env=clean_env())
     assert out.returncode == 0, out.stderr
     seen = json.loads(out.stdout.strip().splitlines()[-1])

@@ -169,12 +169,10 @@ def test_another_process_opening_and_closing_the_file(server: RunningServer) -> 
 
 
 def test_upstream_sessiondb_opening_and_closing_the_file(server: RunningServer, tmp_path: Path) -> None:
-    """The same with real Hermes's own SessionDB (schema checks on open), when its venv exists."""
-    import pytest
+    """The same with real Hermes's own SessionDB (schema checks on open)."""
+    from tests.support.upstream import upstream_bin
 
-    oracle = Path("/tmp/hermes-oracle-venv/bin/python")
-    if not oracle.exists():
-        pytest.skip("upstream hermes-agent venv not found (../shared/oracle/setup.sh creates it)")
+    oracle = upstream_bin("python")
     seed(server)
     script = (
         "import os, sys; from pathlib import Path\n"

@@ -1,0 +1,283 @@
+"""A typed client for a hermes-server's `/_fixture/` control API, and assertions over its journal.
+
+Usable without pytest: point it at any server started with `--fixture-api` and its key.
+It talks HTTP only (httpx) and imports nothing of the server, so a connector's test suite
+can drive a server in a container or on another machine with the same calls.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal, Mapping, Sequence
+
+import httpx
+
+FaultSpec = Mapping[str, Any]
+Document = Mapping[str, Any]
+
+
+class FixtureError(Exception):
+    """The control API refused a call: the status and the server's error envelope."""
+
+    def __init__(self, status: int, message: str, code: str | None = None, param: str | None = None) -> None:
+        super().__init__(f"{status} {code or 'error'}: {message}" + (f" (at {param})" if param else ""))
+        self.status = status
+        self.message = message
+        self.code = code
+        self.param = param
+
+
+@dataclass(frozen=True)
+class LoadResult:
+    """What a reset or seed wrote, and what state.db holds afterwards."""
+
+    sessions_written: int
+    messages_written: int
+    sessions_total: int
+    messages_total: int
+    to: str | None = None  # reset only: "fixture" or "empty"
+
+
+@dataclass(frozen=True)
+class InstalledFault:
+    """A fault as the server holds it: its spec, how often it fired, how often it still will."""
+
+    id: str
+    kind: str
+    fired: int
+    remaining: int | None  # None: "always"
+    spec: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """One journal entry: a request a client sent and what it got back."""
+
+    seq: int
+    time: float
+    method: str
+    route: str | None  # None: the path matched no route
+    template: str | None
+    path: str
+    query: str
+    status: int | None  # None: the connection was reset or nothing was answered
+    outcome: str  # "response", "connection_reset" or "no_response"
+    duration_ms: float
+    session_ids: list[str]
+    faults: list[str]
+    request_body: Any
+    response_body: Any
+
+    def describe(self, *, query: bool = True) -> str:
+        """One line for assertion messages (never a body: bodies carry transcript text)."""
+        shown = f"?{self.query}" if self.query and query else ""
+        status = self.status if self.status is not None else self.outcome
+        return f"#{self.seq} {self.method} {self.path}{shown} -> {status}"
+
+
+@dataclass(frozen=True)
+class ClockState:
+    """The server's clock: `manual` once set (or in deterministic mode), else the wall clock."""
+
+    now: float
+    step: float | None
+    manual: bool
+    deterministic: bool
+
+
+def _time_value(value: float | str | datetime) -> float | str:
+    """Unix seconds, an ISO-8601 string (as the server accepts), or a datetime (naive = UTC)."""
+    if isinstance(value, datetime):
+        return value.timestamp() if value.tzinfo else value.isoformat() + "Z"
+    return value
+
+
+def read_document(path: str | Path) -> dict[str, Any]:
+    """A fixture file as a JSON object: JSON, or YAML (.yaml/.yml) when PyYAML is installed."""
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    if path.suffix.lower() in (".yaml", ".yml"):
+        try:
+            import yaml
+        except ImportError:
+            raise FixtureError(0, f"{path}: YAML fixtures need PyYAML (pip install 'hermes-server[yaml]')") from None
+        document = yaml.safe_load(text)
+    else:
+        document = json.loads(text)
+    if not isinstance(document, dict):
+        raise FixtureError(0, f"{path}: a fixture is an object, not {type(document).__name__}")
+    return document
+
+
+class Faults:
+    """`/_fixture/faults`: replace, add to, clear and list the installed faults.
+
+    (`list` is a method here, so annotations spell the type `builtins.list`.)
+    """
+
+    def __init__(self, control: FixtureClient) -> None:
+        self._control = control
+
+    def set(self, faults: FaultSpec | Sequence[FaultSpec]) -> builtins.list[InstalledFault]:
+        """Replace every installed fault with these (one fault object or a list)."""
+        return self._send("PUT", faults)
+
+    def add(self, faults: FaultSpec | Sequence[FaultSpec]) -> builtins.list[InstalledFault]:
+        """Install these beside the ones already there."""
+        return self._send("POST", faults)
+
+    def clear(self) -> builtins.list[InstalledFault]:
+        return self._parse(self._control.call("DELETE", "/_fixture/faults"))
+
+    def list(self) -> builtins.list[InstalledFault]:
+        return self._parse(self._control.call("GET", "/_fixture/faults"))
+
+    def _send(self, method: str, faults: FaultSpec | Sequence[FaultSpec]) -> builtins.list[InstalledFault]:
+        body = dict(faults) if isinstance(faults, Mapping) else {"faults": [dict(f) for f in faults]}
+        return self._parse(self._control.call(method, "/_fixture/faults", json=body))
+
+    @staticmethod
+    def _parse(reply: dict[str, Any]) -> builtins.list[InstalledFault]:
+        out = []
+        for item in reply["data"]:
+            spec = {k: v for k, v in item.items() if k not in ("fired", "remaining")}
+            out.append(InstalledFault(item.get("id", ""), item.get("kind", ""), item["fired"], item["remaining"], spec))
+        return out
+
+
+class Clock:
+    """`/_fixture/clock`: read it, or set, advance or step it (which makes it manual)."""
+
+    def __init__(self, control: FixtureClient) -> None:
+        self._control = control
+
+    def get(self) -> ClockState:
+        return self._parse(self._control.call("GET", "/_fixture/clock"))
+
+    def set(self, now: float | str | datetime, *, step: float | None = None) -> ClockState:
+        """Put the clock at `now` (Unix seconds, ISO-8601, or a datetime)."""
+        return self._post(now=_time_value(now), step=step)
+
+    def advance(self, seconds: float) -> ClockState:
+        return self._post(advance=seconds)
+
+    def step(self, seconds: float) -> ClockState:
+        """How far the manual clock moves on each reading (0: it stands still)."""
+        return self._post(step=seconds)
+
+    def _post(self, **fields: Any) -> ClockState:
+        body = {k: v for k, v in fields.items() if v is not None}
+        return self._parse(self._control.call("POST", "/_fixture/clock", json=body))
+
+    @staticmethod
+    def _parse(reply: dict[str, Any]) -> ClockState:
+        return ClockState(reply["now"], reply["step"], reply["manual"], reply["deterministic"])
+
+
+class FixtureClient:
+    """The control API of one server: `reset`, `seed`, `faults`, `requests`, `clock`, and assertions."""
+
+    def __init__(self, base_url: str, api_key: str | None = None, *, timeout: float = 30.0) -> None:
+        self.api_key = api_key
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        # Reset waits (up to 10 s) for chat turns still running, so the timeout must exceed that.
+        self._http = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout)
+        self.faults = Faults(self)
+        self.clock = Clock(self)
+
+    @property
+    def base_url(self) -> str:
+        return str(self._http.base_url).rstrip("/")
+
+    def call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        """One control call; a refusal raises FixtureError with the server's message."""
+        response = self._http.request(method, path, **kwargs)
+        if response.status_code >= 400:
+            try:
+                error = response.json()["error"]
+                raise FixtureError(response.status_code, error["message"], error.get("code"), error.get("param"))
+            except (ValueError, KeyError, TypeError):
+                hint = " (was the server started with --fixture-api?)" if response.status_code == 404 else ""
+                raise FixtureError(response.status_code, f"{method} {path}: {response.text[:200]}{hint}") from None
+        return response.json()
+
+    def reset(self, to: Literal["fixture", "empty"] | None = None) -> LoadResult:
+        """Back to the start fixture (default when the server has one) or to empty; also clears
+        faults and the journal, and in deterministic mode rewinds the clock and ids."""
+        reply = self.call("POST", "/_fixture/reset", json={"to": to} if to else None)
+        return self._load_result(reply)
+
+    def seed(self, document: Document | str | Path) -> LoadResult:
+        """Merge a fixture (an object, or a JSON/YAML file path) into state.db, all or nothing."""
+        body = read_document(document) if isinstance(document, (str, Path)) else dict(document)
+        return self._load_result(self.call("POST", "/_fixture/seed", json=body))
+
+    def requests(self, route: str | None = None, *, method: str | None = None, session_id: str | None = None,
+                 status: int | None = None, bodies: bool = False) -> list[RequestRecord]:
+        """The journal, oldest first, filtered on every given field. `route` is an operation name
+        (`session_get`), a route name (`session`) or a template (`/api/sessions/{session_id}`)."""
+        query = {"route": route, "method": method, "session_id": session_id,
+                 "status": None if status is None else str(status), "bodies": "true" if bodies else None}
+        reply = self.call("GET", "/_fixture/requests", params={k: v for k, v in query.items() if v is not None})
+        return [RequestRecord(**entry) for entry in reply["data"]]
+
+    def clear_requests(self) -> None:
+        self.call("DELETE", "/_fixture/requests")
+
+    def assert_called(self, route: str, times: int | None = None, *, method: str | None = None,
+                      session_id: str | None = None, status: int | None = None) -> list[RequestRecord]:
+        """That `route` was called (exactly `times` times when given) with these filters; returns the calls."""
+        calls = self.requests(route, method=method, session_id=session_id, status=status)
+        if (times is None and calls) or len(calls) == times:
+            return calls
+        filters = ", ".join(f"{k}={v!r}" for k, v in
+                            (("method", method), ("session_id", session_id), ("status", status)) if v is not None)
+        wanted = "at least once" if times is None else f"{times} time{'s' if times != 1 else ''}"
+        seen = self.requests(route)
+        lines = "\n".join(f"  {r.describe()}" for r in seen) or "  (none)"
+        raise AssertionError(f"expected {route}{f' ({filters})' if filters else ''} to be called {wanted}, "
+                             f"it was called {len(calls)} time{'s' if len(calls) != 1 else ''}; "
+                             f"every {route} call in the journal:\n{lines}")
+
+    def assert_not_called(self, route: str, *, method: str | None = None, session_id: str | None = None,
+                          status: int | None = None) -> None:
+        self.assert_called(route, 0, method=method, session_id=session_id, status=status)
+
+    def assert_no_key_in_bodies(self, key: str | None = None) -> None:
+        """That no recorded request carried `key` (default: this client's key) in its body or query
+        string. The journal keeps the first 32 KiB of each body; the key itself is never printed."""
+        secret = key if key is not None else self.api_key
+        if not secret:
+            raise ValueError("no key to look for: pass key= or give the client an api_key")
+        leaks = [r for r in self.requests(bodies=True) if secret in r.query or secret in _text(r.request_body)]
+        if leaks:
+            lines = "\n".join(f"  {r.describe(query=False)}" for r in leaks)
+            raise AssertionError(f"{len(leaks)} request(s) carried the key in the body or query:\n{lines}")
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> FixtureClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @staticmethod
+    def _load_result(reply: dict[str, Any]) -> LoadResult:
+        return LoadResult(reply["sessions_written"], reply["messages_written"], reply["sessions_total"],
+                          reply["messages_total"], reply.get("to"))
+
+
+def _text(body: Any) -> str:
+    """A journal body as searchable text (JSON re-encoded without escaping non-ASCII)."""
+    if body is None:
+        return ""
+    if isinstance(body, str):
+        return body
+    return json.dumps(body, ensure_ascii=False)
+
