@@ -227,15 +227,19 @@ def parse_herm_run(value: Any, now: float, path: str = "$.herm_run") -> HermRunF
     top = check.obj(value, path, TOP_KEYS)
     if top is None:
         raise DocumentError(check.problems)
-    agents = [a for i, raw in enumerate(check.items(top, "agents", path))
-              if (a := _agent(check, raw, child(child(path, "agents"), i))) is not None]
+    agents: list[tuple[str, Agent]] = []
+    for index, raw in enumerate(check.items(top, "agents", path)):
+        where = child(child(path, "agents"), index)
+        agent = _agent(check, raw, where)
+        if agent is not None:
+            agents.append((where, agent))
     sessions = [s for i, raw in enumerate(check.items(top, "sessions", path))
                 if (s := _session(check, raw, child(child(path, "sessions"), i), now)) is not None]
     allowance = None if top.get("allowance") is None else _allowance(check, top["allowance"], child(path, "allowance"))
-    _unique(check, [(a.id, child(child(path, "agents"), i)) for i, a in enumerate(agents)], "agent")
+    _unique(check, [(agent.id, where) for where, agent in agents], "agent")
     _unique(check, [(s.id, child(s.path, "id")) for s in sessions], "session")
     check.raise_if_any()
-    return HermRunFixture(tuple(agents), tuple(sessions), allowance)
+    return HermRunFixture(tuple(agent for _, agent in agents), tuple(sessions), allowance)
 
 
 def parse_state(document: Any) -> tuple[str | None, dict[str, Any] | None]:

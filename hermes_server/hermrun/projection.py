@@ -8,6 +8,7 @@ usage snapshot uses snake_case throughout, as the one usage field herm.run names
 from __future__ import annotations
 
 import json
+import math
 from datetime import datetime, timezone
 from typing import Any, Mapping
 
@@ -23,11 +24,13 @@ USAGE_COUNTERS = (
 USAGE_KEYS = USAGE_COUNTERS + ("estimated_cost_usd", "context_max")
 
 # What datetime can show: a test clock set beyond it is shown at the bound, never a 500.
-_LATEST = datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=timezone.utc).timestamp()
+_LATEST = datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc).timestamp()
 
 
 def iso_time(seconds: float) -> str:
     """`2030-01-01T00:00:00.000Z` for Unix seconds (clamped to years 1970 through 9999)."""
+    if not math.isfinite(seconds):
+        seconds = 0.0
     moment = datetime.fromtimestamp(min(max(seconds, 0.0), _LATEST), timezone.utc)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
