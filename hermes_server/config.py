@@ -57,8 +57,20 @@ class Settings:
     fixture_path: Path | None = None
     # reproducible generated ids and a settable clock.
     deterministic: bool = False
+    # The herm.run hosted-sessions dialect (off by default): its routes, the key its
+    # `x-api-key` header must carry (None: the same key as the Bearer one), and the
+    # default per-agent, per-subject conversation allowance of one fixed window.
+    herm_run: bool = False
+    herm_run_key: str | None = None
+    herm_run_allowance: int = 5
+    herm_run_window_seconds: float = 60.0
 
     @property
     def db_path(self) -> Path:
         """The state.db file inside HERMES_HOME, as upstream names it."""
         return self.home / "state.db"
+
+    @property
+    def herm_run_db_path(self) -> Path:
+        """The herm.run dialect's own file beside state.db (state.db keeps upstream's schema)."""
+        return self.home / "herm-run.db"

@@ -45,6 +45,8 @@ from hermes_server.store.storage_faults import WriteHealth, refusing_write, stor
 log = logging.getLogger("hermes_server.store")
 
 T = TypeVar("T")
+# Readies a freshly opened writer connection: creates or checks the schema of the file.
+Prepare = Callable[[sqlite3.Connection, Path], None]
 
 # Upstream's retry window: a uniformly random pause between attempts.
 _RETRY_PAUSE = (0.02, 0.15)
@@ -154,10 +156,17 @@ def _in_savepoint(conn: sqlite3.Connection, op: Callable[[sqlite3.Connection], T
 
 
 class Database:
-    """Access to one state.db, opened on first use and re-tried until it opens."""
+    """Access to one SQLite file, opened on first use and re-tried until it opens.
 
-    def __init__(self, path: Path, *, reader_threads: int = 4, write_retry_seconds: float = 15.0) -> None:
+    `prepare` creates or checks the file's schema when the writer connection opens:
+    state.db's migration by default; another schema (the herm.run dialect's own file)
+    passes its own, and gets the same writer thread, group commit and readers.
+    """
+
+    def __init__(self, path: Path, *, reader_threads: int = 4, write_retry_seconds: float = 15.0,
+                 prepare: Prepare = migrate.prepare) -> None:
         self.path = path
+        self._prepare = prepare
         self.write_retry_seconds = write_retry_seconds
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="hs-writer")
         self._readers = ThreadPoolExecutor(reader_threads, thread_name_prefix="hs-reader")
@@ -224,7 +233,7 @@ class Database:
         except (OSError, sqlite3.Error) as exc:
             raise DatabaseUnavailable(f"cannot open {self.path}: {exc}") from exc
         try:
-            migrate.prepare(conn, self.path)
+            self._prepare(conn, self.path)
         except SchemaMismatch:
             conn.close()
             raise

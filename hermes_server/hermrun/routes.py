@@ -1,0 +1,181 @@
+"""The herm.run routes: thin handlers that parse, call the store, and project.
+
+`build_routes(store)` gives the route table rows to add to the server's router when
+the dialect is on. Each endpoint is `endpoint(request, ctx)`, where `ctx` has the
+`settings` and a clock `now()`, like every other hermes-server handler. Every
+endpoint first checks the `x-api-key` header, and answers any refusal, including
+storage being unavailable, in herm.run's own envelope: never a 500.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from typing import Any, Awaitable, Callable, Protocol
+from urllib.parse import parse_qsl
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from hermes_server.config import Settings
+from hermes_server.hermrun import projection
+from hermes_server.hermrun.envelope import HermRunJSON, error_response
+from hermes_server.hermrun.errors import HermRunError, PayloadTooLarge, Unauthorized, Unavailable
+from hermes_server.hermrun.requests import decode_body, parse_create, parse_list, parse_update, parse_warm
+from hermes_server.hermrun.rules import Allowance
+from hermes_server.hermrun.store import HermRunStore
+from hermes_server.http.auth import raw_header
+from hermes_server.http.body import read_body
+from hermes_server.http.errors import ApiError
+from hermes_server.http.routing import Route
+from hermes_server.openapi import Operation
+from hermes_server.store.errors import DatabaseUnavailable
+
+log = logging.getLogger("hermes_server.hermrun")
+
+# Route names, as logs, the request journal and faults know them.
+SESSIONS = "herm_run_sessions"
+SESSION = "herm_run_session"
+ARCHIVE = "herm_run_session_archive"
+WARM = "herm_run_sandbox_warm"
+
+
+class Context(Protocol):
+    """What a handler reads besides the request (hermes-server's shared context has both)."""
+
+    settings: Settings
+
+    def now(self) -> float: ...
+
+
+Handler = Callable[[Request, Context], Awaitable[Response]]
+
+
+def herm_run_key(settings: Settings) -> str | None:
+    """The key `x-api-key` must carry: its own when set, else the server's (None: open)."""
+    return settings.herm_run_key or settings.api_key
+
+
+def check_key(request: Request, settings: Settings) -> None:
+    """401 unless the `x-api-key` header equals the key (constant-time)."""
+    key = herm_run_key(settings)
+    if not key:
+        return
+    sent = raw_header(request, b"x-api-key")
+    if sent is None or not hmac.compare_digest(sent, key.encode("utf-8")):
+        raise Unauthorized("missing or invalid x-api-key header")
+
+
+async def _body(request: Request, settings: Settings) -> dict[str, Any]:
+    try:
+        raw = await read_body(request, settings.max_request_bytes)
+    except ApiError:  # the only refusal read_body makes: over the size limit
+        raise PayloadTooLarge(f"request body is larger than {settings.max_request_bytes} bytes") from None
+    return decode_body(raw)
+
+
+def _query(request: Request) -> dict[str, str]:
+    raw = request.scope.get("query_string", b"").decode("utf-8", "replace")
+    return dict(parse_qsl(raw, keep_blank_values=True))
+
+
+def _session_id(request: Request) -> str:
+    return request.scope["path_params"]["session_id"]
+
+
+# Query parameters of the list (PARAMETERS keys in hermrun/openapi.py).
+LIST_QUERY = tuple(f"herm_run_{name}" for name in ("agentId", "agent", "subjectId", "subject", "status", "limit",
+                                                    "offset"))
+
+
+def _op(summary: str, responses: dict[int, str], *, body: str | None = None,
+        query: tuple[str, ...] = ()) -> Operation:
+    """An operation of the dialect: every one can also answer 401 and 503."""
+    return Operation(summary, {**responses, 401: "HermRunUnauthorized", 503: "HermRunUnavailable"},
+                     body=body, query=query, headers=("x-api-key",))
+
+
+def _guarded(handler: Handler) -> Handler:
+    """Authenticate, run, and answer every refusal in the herm.run envelope."""
+    async def endpoint(request: Request, ctx: Context) -> Response:
+        try:
+            check_key(request, ctx.settings)
+            return await handler(request, ctx)
+        except HermRunError as exc:
+            return error_response(exc)
+        except DatabaseUnavailable as exc:
+            log.warning("herm-run.db unavailable: %s", exc)
+            return error_response(Unavailable("the session store is unavailable; try again shortly"))
+    endpoint.__name__ = handler.__name__
+    endpoint.__doc__ = handler.__doc__
+    return endpoint
+
+
+def build_routes(store: HermRunStore) -> list[Route]:
+    """The herm.run route table rows, bound to `store`."""
+
+    async def create_session(request: Request, ctx: Context) -> Response:
+        """POST /v1/sessions: 201 and the new idle session."""
+        settings = ctx.settings
+        create = parse_create(await _body(request, settings))
+        default = Allowance(settings.herm_run_allowance, settings.herm_run_window_seconds)
+        row = await store.create(create, ctx.now(), default, settings.deterministic)
+        return HermRunJSON(projection.session_object(row), 201)
+
+    async def list_sessions(request: Request, ctx: Context) -> Response:
+        """GET /v1/sessions: one page, newest first."""
+        query = parse_list(_query(request))
+        rows, more = await store.list(query)
+        return HermRunJSON(projection.list_object(rows, query.limit, query.offset, more))
+
+    async def get_session(request: Request, ctx: Context) -> Response:
+        return HermRunJSON(projection.session_object(await store.get(_session_id(request))))
+
+    async def update_session(request: Request, ctx: Context) -> Response:
+        sid = _session_id(request)
+        update = parse_update(await _body(request, ctx.settings))
+        return HermRunJSON(projection.session_object(await store.update(sid, update, ctx.now())))
+
+    async def delete_session(request: Request, ctx: Context) -> Response:
+        sid = _session_id(request)
+        await store.delete(sid)
+        return HermRunJSON(projection.deleted_object(sid))
+
+    async def archive_session(request: Request, ctx: Context) -> Response:
+        """POST /v1/sessions/{id}/archive: takes no body (one sent is not read)."""
+        return HermRunJSON(projection.session_object(await store.archive(_session_id(request), ctx.now())))
+
+    async def warm(request: Request, ctx: Context) -> Response:
+        """POST /v1/sandboxes/warm: a hint; creates nothing and uses no allowance."""
+        hint = parse_warm(await _body(request, ctx.settings))
+        await store.check_agent(hint.agent_id)
+        return HermRunJSON(projection.warm_object(hint.agent_id, hint.subject_id), 202)
+
+    return [
+        Route(SESSIONS, "/v1/sessions", {"GET": _guarded(list_sessions), "POST": _guarded(create_session)}, {
+            "GET": _op("List sessions, newest first (archived ones only with status=archived)",
+                       {200: "HermRunSessionList", 400: "HermRunValidation"}, query=LIST_QUERY),
+            "POST": _op("Create a session from an agent for a subject (uses one conversation of the allowance)",
+                        {201: "HermRunSession", 400: "HermRunValidation", 404: "HermRunNotFound",
+                         413: "HermRunTooLarge", 429: "HermRunRateLimited"}, body="HermRunCreateSession"),
+        }),
+        Route(SESSION, "/v1/sessions/{session_id}", {
+            "GET": _guarded(get_session), "POST": _guarded(update_session), "DELETE": _guarded(delete_session),
+        }, {
+            "GET": _op("Retrieve a session", {200: "HermRunSession", 404: "HermRunNotFound"}),
+            "POST": _op("Update the title, YOLO mode and/or metadata",
+                        {200: "HermRunSession", 400: "HermRunValidation", 404: "HermRunNotFound",
+                         413: "HermRunTooLarge"}, body="HermRunUpdateSession"),
+            "DELETE": _op("Delete a session that has no running or waiting turn",
+                          {200: "HermRunSessionDeleted", 404: "HermRunNotFound", 409: "HermRunInvalidState"}),
+        }),
+        Route(ARCHIVE, "/v1/sessions/{session_id}/archive", {"POST": _guarded(archive_session)}, {
+            "POST": _op("Archive a session that has no running or waiting turn",
+                        {200: "HermRunSession", 404: "HermRunNotFound", 409: "HermRunInvalidState"}),
+        }),
+        Route(WARM, "/v1/sandboxes/warm", {"POST": _guarded(warm)}, {
+            "POST": _op("Prepare an agent for a subject ahead of session creation",
+                        {202: "HermRunWarm", 400: "HermRunValidation", 404: "HermRunNotFound",
+                         413: "HermRunTooLarge"}, body="HermRunWarmRequest"),
+        }),
+    ]
