@@ -27,9 +27,8 @@ from hermes_server.hermrun.store import HermRunStore
 from hermes_server.http.auth import raw_header
 from hermes_server.http.body import read_body
 from hermes_server.http.errors import ApiError
-from hermes_server.http.routing import Route
-from hermes_server.openapi import Operation
-from hermes_server.store.errors import DatabaseUnavailable
+from hermes_server.domain.errors import DatabaseUnavailable
+from hermes_server.http.routing import Operation, Route
 
 log = logging.getLogger("hermes_server.hermrun")
 

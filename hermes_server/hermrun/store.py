@@ -22,8 +22,8 @@ from hermes_server.hermrun.rules import (
     ARCHIVED, IDLE, STATUSES, Agent, Allowance, Version, Window, check_inactive, check_role, default_agent,
     resolve_version, session_id, take_conversation,
 )
+from hermes_server.domain.errors import SchemaMismatch
 from hermes_server.store.db import Database, fetch_dicts, loop_read
-from hermes_server.store.errors import SchemaMismatch
 
 FILE_NAME = "herm-run.db"
 SCHEMA_VERSION = 1

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from hermes_server.fixtures.validate import DocumentError
-from hermes_server.hermrun.fixture import load, parse_herm_run, parse_state
+from hermes_server.domain.errors import DocumentError
+from hermes_server.testing.hermrun import load, parse_herm_run, parse_state
 from hermes_server.hermrun.store import FILE_NAME, HermRunStore
 
 NOW = 1893456000.0

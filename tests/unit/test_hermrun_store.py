@@ -10,11 +10,11 @@ from typing import Any, Awaitable, Callable, TypeVar
 import pytest
 
 from hermes_server.hermrun.errors import InvalidState, NotFound, RateLimited, ValidationFailed
-from hermes_server.hermrun.fixture import load, parse_herm_run
+from hermes_server.testing.hermrun import load, parse_herm_run
 from hermes_server.hermrun.requests import CreateRequest, ListQuery, UpdateRequest
 from hermes_server.hermrun.rules import Allowance
 from hermes_server.hermrun.store import FILE_NAME, HermRunStore
-from hermes_server.store.errors import SchemaMismatch
+from hermes_server.domain.errors import SchemaMismatch
 
 T = TypeVar("T")
 DEFAULT = Allowance(5, 60.0)

@@ -88,6 +88,11 @@ ALLOWED = {
 }
 CHAT_FORBIDDEN = {"http", "routes", "testing", "app", "cli"}
 TESTING_IMPORTERS = {"app", "cli", "testing"}
+# A dialect (another product's API) shares the edge, the writer machinery, the rules and the
+# chat use cases, and nothing else: never Hermes's routes, test control or the composition root.
+DIALECTS = {"hermrun"}
+DIALECT_ALLOWED = {"", "domain", "config", "http", "chat"}
+DIALECT_STORE = f"{ROOT}.store.db"
 ROUTES_SHARED = f"{ROOT}.routes.common"
 
 
@@ -104,6 +109,11 @@ def violations(edges: dict[str, set[str]]) -> list[str]:
                 found.append(f"{source} imports {target}: {src_layer}/ may import only {sorted(ALLOWED[src_layer])}")
             if src_layer == "chat" and dst_layer in CHAT_FORBIDDEN:
                 found.append(f"{source} imports {target}: chat/ never imports {dst_layer}")
+            if src_layer in DIALECTS and dst_layer not in DIALECT_ALLOWED and target != DIALECT_STORE:
+                found.append(f"{source} imports {target}: a dialect may import only http/, chat/, domain/, "
+                             "config and store/db.py")
+            if dst_layer in DIALECTS and src_layer in {"domain", "store", "agents", "http", "chat", "routes"}:
+                found.append(f"{source} imports {target}: only app.py, cli.py and testing/ know a dialect")
             if dst_layer == "testing" and src_layer not in TESTING_IMPORTERS:
                 found.append(f"{source} imports {target}: only app.py, cli.py and testing/ import testing/")
             if (src_layer == "routes" and dst_layer == "routes" and target not in (ROUTES_SHARED, f"{ROOT}.routes")
@@ -136,6 +146,10 @@ def test_the_graph_sees_every_kind_of_import() -> None:
     ({"hermes_server.routes.chat": {"hermes_server.routes.sessions"}}, "never import each other"),
     ({"hermes_server.routes.chat": {"hermes_server.testing.faults"}}, "only app.py, cli.py and testing/"),
     ({"hermes_server.context": {"hermes_server.testing.load"}}, "only app.py, cli.py and testing/"),
+    ({"hermes_server.hermrun.a": {"hermes_server.testing.validate"}}, "a dialect may import only"),
+    ({"hermes_server.hermrun.a": {"hermes_server.routes.common"}}, "a dialect may import only"),
+    ({"hermes_server.hermrun.a": {"hermes_server.store.sessions"}}, "a dialect may import only"),
+    ({"hermes_server.routes.a": {"hermes_server.hermrun.store"}}, "only app.py, cli.py and testing/ know"),
 ])
 def test_the_rules_catch_each_kind_of_violation(edges: dict[str, set[str]], expected: str) -> None:
     assert any(expected in line for line in violations(edges))

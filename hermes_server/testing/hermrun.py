@@ -15,13 +15,14 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from hermes_server.fixtures.validate import Checker, DocumentError, Problem, child, describe
+from hermes_server.domain.errors import DocumentError, Problem
 from hermes_server.hermrun import store as sql
 from hermes_server.hermrun.projection import USAGE_COUNTERS, USAGE_KEYS, usage_snapshot
 from hermes_server.hermrun.rules import (
     DEFAULT_VERSION, IDLE, STATUSES, Agent, Allowance, Version, preview_version,
 )
 from hermes_server.hermrun.store import HermRunStore
+from hermes_server.testing.validate import Checker, child, describe
 
 TOP_KEYS = ("agents", "sessions", "allowance")
 AGENT_KEYS = ("id", "versions", "production", "tags", "allowance")
