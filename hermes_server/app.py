@@ -4,12 +4,14 @@ Builds the context every handler shares, the route table from each route family'
 module, the request pipeline, and, only when asked for, the test-control layers,
 each stacked once here (the way Datasette's `app()` wraps `asgi = Layer(asgi)`), so
 the default server has no per-request branch for them. The test-control package is
-imported only when a test feature is switched on.
+imported only when a test feature is switched on, and the herm.run dialect only when
+`--herm-run` is: without it its paths are simply not routed.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -26,12 +28,40 @@ from hermes_server.routes import chat, completions, discovery, sessions
 from hermes_server.store.db import Database
 
 if TYPE_CHECKING:
+    from hermes_server.hermrun.store import HermRunStore
     from hermes_server.testing.load import StartFixture
 
 
 def build_routes() -> list[Route]:
     """Every Hermes path this server serves, in upstream's order (discovery, sessions, chat)."""
     return [*discovery.routes(), *sessions.routes(), *chat.routes(), *completions.routes()]
+
+
+@dataclass
+class Dialects:
+    """What the dialects switched on add: routes, their databases, OpenAPI components."""
+
+    routes: list[Route] = field(default_factory=list)
+    # The database each dialect route is served from (its storage faults act on it).
+    databases: dict[str, Database] = field(default_factory=dict)
+    components: dict[str, Any] = field(default_factory=dict)
+    herm_store: HermRunStore | None = None
+
+    @classmethod
+    def build(cls, settings: Settings) -> Dialects:
+        if not settings.herm_run:
+            return cls()
+        from hermes_server.hermrun import openapi as herm_openapi
+        from hermes_server.hermrun.routes import build_routes as herm_routes
+        from hermes_server.hermrun.store import HermRunStore
+
+        store = HermRunStore(settings.home, write_retry_seconds=settings.write_retry_seconds)
+        routes = herm_routes(store)
+        return cls(routes, {route.name: store.db for route in routes}, herm_openapi.COMPONENTS, store)
+
+    async def close(self) -> None:
+        if self.herm_store is not None:
+            await self.herm_store.close()
 
 
 class HermesApp:
@@ -41,29 +71,30 @@ class HermesApp:
         self.settings = settings
         db = Database(settings.db_path, reader_threads=settings.reader_threads,
                       write_retry_seconds=settings.write_retry_seconds)
-        routes = build_routes()
-        start_fixture = self._start_fixture(settings)
+        self.dialects = dialects = Dialects.build(settings)
+        routes = build_routes() + dialects.routes
+        start_fixture = self._start_fixture(settings, dialects.herm_store)
         control = None
         if settings.fixture_api:
             from hermes_server.testing.control import Control
 
-            control = Control([route.name for route in routes], start_fixture)
-            routes = control.wrap_routes(routes, HERMES_ERRORS, db)
+            control = Control([route.name for route in routes], start_fixture, dialects.herm_store)
+            routes = control.wrap_routes(routes, HERMES_ERRORS, db, dialects.databases)
         self.context = AppContext(
             settings, db, build_agent(settings), Clock(settings.deterministic), IdSource(settings.deterministic),
-            routes, hooks=control.hooks if control else NO_HOOKS,
+            routes, hooks=control.hooks if control else NO_HOOKS, api_components=dialects.components,
         )
         self.start_fixture = start_fixture
         pipeline = Pipeline(settings, Router(routes), self.context, HERMES_ERRORS)
         self.http: ASGIApp = control.wrap_app(pipeline) if control else pipeline
 
     @staticmethod
-    def _start_fixture(settings: Settings) -> StartFixture | None:
+    def _start_fixture(settings: Settings, herm_store: HermRunStore | None) -> StartFixture | None:
         if settings.fixture_path is None:
             return None
         from hermes_server.testing.load import StartFixture
 
-        return StartFixture(settings.fixture_path)
+        return StartFixture(settings.fixture_path, herm_store)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -88,6 +119,7 @@ class HermesApp:
                 await ctx.turns.drain()
                 await ctx.agent.aclose()
                 await ctx.db.close()
+                await self.dialects.close()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 

@@ -83,6 +83,12 @@ def settings_from_args(args: argparse.Namespace) -> tuple[Settings, bool]:
         if problem:
             raise SystemExit(f"hermes-server: refusing to start: {problem}")
         key = key.strip()
+    herm_run_key = values["herm_run_key"]
+    if herm_run_key is not None:
+        problem = key_problem(herm_run_key)
+        if problem:
+            raise SystemExit(f"hermes-server: refusing to start: --herm-run-key: {problem}")
+        values["herm_run_key"] = herm_run_key.strip()
     return Settings(api_key=key, **values), no_auth
 
 
@@ -115,7 +121,7 @@ def serve(args: argparse.Namespace) -> int:
     if settings.fixture_path is not None:
         from hermes_server.testing.load import problems_of
 
-        rejected = problems_of(settings.fixture_path)
+        rejected = problems_of(settings.fixture_path, herm_run=settings.herm_run)
         if rejected is not None:
             print(f"hermes-server: {rejected.report(f'fixture {settings.fixture_path}')}", file=sys.stderr)
             return 2
@@ -166,15 +172,14 @@ def seed(args: argparse.Namespace) -> int:
 
     from hermes_server.domain.errors import DatabaseUnavailable, DocumentError, SchemaMismatch
     from hermes_server.store.migrate import check_existing
-    from hermes_server.testing.load import read_document, seed_database
-    from hermes_server.testing.model import parse_fixture
+    from hermes_server.testing.load import read_document, seed_home
 
-    db_path = Settings(home=HOME.resolve(args.home)).db_path
+    home = HOME.resolve(args.home)
+    db_path = Settings(home=home).db_path
     path = Path(args.file).expanduser()
     try:
         check_existing(db_path)
-        fixture = parse_fixture(read_document(path), time.time())
-        result = asyncio.run(seed_database(db_path, fixture, replace=args.replace))
+        result = asyncio.run(seed_home(home, read_document(path), time.time(), replace=args.replace))
     except DocumentError as exc:
         print(f"hermes-server: {exc.report(f'fixture {path}')}", file=sys.stderr)
         return 1
@@ -183,6 +188,10 @@ def seed(args: argparse.Namespace) -> int:
         return 2
     print(f"hermes-server: loaded {path} into {db_path}: {result.sessions_written} sessions, "
           f"{result.messages_written} messages (state.db now holds {result.sessions_total} sessions)")
+    if result.herm_run is not None:
+        print(f"hermes-server: herm.run: {result.herm_run['agents_written']} agents, "
+              f"{result.herm_run['sessions_written']} sessions into herm-run.db "
+              f"(now {result.herm_run['sessions_total']} sessions)")
     return 0
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hermes_server.agents.base import Agent
 from hermes_server.chat.hooks import NO_HOOKS, Hooks
@@ -40,6 +40,8 @@ class AppContext:
     # The routes this instance serves, which discovery describes.
     routes: list[Route]
     hooks: Hooks = NO_HOOKS
+    # OpenAPI components (by section) the served dialects' operations name; none by default.
+    api_components: dict[str, Any] = field(default_factory=dict)
     # Chat turns in flight; they outlive the request that started them.
     turns: TurnTasks = field(default_factory=TurnTasks)
     # /v1/chat/completions answers remembered by Idempotency-Key.

@@ -182,9 +182,21 @@ SERVE_OPTIONS: tuple[Option, ...] = (
     Option("deterministic", "--deterministic", "HERMES_SERVER_DETERMINISTIC", False, text,
            "reproducible generated ids (still api_<seconds>_<8 hex>) and a clock that starts at "
            "2030-01-01T00:00:00Z and moves 1 ms per reading", group="test control", switch=True),
+    Option("herm_run", "--herm-run", "HERMES_SERVER_HERM_RUN", False, text,
+           "also serve herm.run's hosted sessions API (/v1/sessions, /v1/sandboxes/warm; docs/herm-run.md), "
+           "stored in herm-run.db beside state.db", group="herm.run", switch=True),
+    Option("herm_run_key", "--herm-run-key", "HERMES_SERVER_HERM_RUN_KEY", None, text,
+           "the key herm.run clients send in x-api-key", group="herm.run", metavar="KEY",
+           shown_default="the bearer key"),
+    Option("herm_run_allowance", "--herm-run-allowance", "HERMES_SERVER_HERM_RUN_ALLOWANCE", 5, whole(0),
+           "sessions one subject may create with one agent per window (a fixture may set its own)",
+           group="herm.run", metavar="N"),
+    Option("herm_run_window_seconds", "--herm-run-window", "HERMES_SERVER_HERM_RUN_WINDOW", 60.0, positive,
+           "length of the fixed allowance window", group="herm.run", metavar="S", shown_default="60"),
 )
 
-GROUP_TITLES = {"chat": "chat", "request heads": "request heads", "test control": "test control"}
+GROUP_TITLES = {"chat": "chat", "request heads": "request heads", "test control": "test control",
+                "herm.run": "herm.run dialect (off by default)"}
 
 
 def add_options(parser: argparse.ArgumentParser, options: Sequence[Option]) -> None:

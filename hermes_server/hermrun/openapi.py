@@ -1,5 +1,6 @@
-"""OpenAPI fragments for the herm.run routes: the responses, schemas and parameters their
-operations name (routes.py), to merge into the server's document when the dialect is on.
+"""OpenAPI fragments for the herm.run routes: the responses, schemas, parameters and
+security scheme their operations name (routes.py), merged into the server's document
+(`COMPONENTS`) only when the dialect is served.
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ from hermes_server.hermrun.projection import USAGE_COUNTERS
 from hermes_server.hermrun.requests import MAX_LIMIT
 from hermes_server.hermrun.rules import STATUSES
 
-SECURITY_SCHEMES = {"hermRunKey": {"type": "apiKey", "in": "header", "name": "x-api-key"}}
+# The security scheme every herm.run operation names.
+SECURITY = "hermRunKey"
+SECURITY_SCHEMES = {SECURITY: {"type": "apiKey", "in": "header", "name": "x-api-key"}}
 
 
 def _ref(name: str) -> dict[str, str]:
@@ -103,6 +106,9 @@ PARAMETERS: dict[str, Any] = {
                                         "Without it, archived sessions are left out."),
     "herm_run_limit": _query("limit", f"Page size, 1 to {MAX_LIMIT}; default 50."),
     "herm_run_offset": _query("offset", "Sessions to skip; default 0."),
-    "x-api-key": {"name": "x-api-key", "in": "header", "required": True,
-                  "description": "The server's key (or its --herm-run-key).", "schema": {"type": "string"}},
+}
+
+# What the dialect adds to the OpenAPI document's `components` when it is served.
+COMPONENTS: dict[str, dict[str, Any]] = {
+    "securitySchemes": SECURITY_SCHEMES, "parameters": PARAMETERS, "responses": RESPONSES, "schemas": SCHEMAS,
 }

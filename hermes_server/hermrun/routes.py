@@ -3,14 +3,14 @@
 `build_routes(store)` gives the route table rows to add to the server's router when
 the dialect is on. Each endpoint is `endpoint(request, ctx)`, where `ctx` has the
 `settings` and a clock `now()`, like every other hermes-server handler. Every
-endpoint first checks the `x-api-key` header, and answers any refusal, including
-storage being unavailable, in herm.run's own envelope: never a 500.
+endpoint first checks the `x-api-key` header; the routes carry the dialect's error
+map (envelope.HERM_RUN_ERRORS), so every refusal, storage being unavailable included,
+is answered in herm.run's own envelope: never a 500.
 """
 
 from __future__ import annotations
 
 import hmac
-import logging
 from typing import Any, Awaitable, Callable, Protocol
 from urllib.parse import parse_qsl
 
@@ -19,18 +19,15 @@ from starlette.responses import Response
 
 from hermes_server.config import Settings
 from hermes_server.hermrun import projection
-from hermes_server.hermrun.envelope import HermRunJSON, error_response
-from hermes_server.hermrun.errors import HermRunError, PayloadTooLarge, Unauthorized, Unavailable
+from hermes_server.hermrun.envelope import HERM_RUN_ERRORS, HermRunJSON
+from hermes_server.hermrun.errors import Unauthorized
+from hermes_server.hermrun.openapi import SECURITY
 from hermes_server.hermrun.requests import decode_body, parse_create, parse_list, parse_update, parse_warm
 from hermes_server.hermrun.rules import Allowance
 from hermes_server.hermrun.store import HermRunStore
 from hermes_server.http.auth import raw_header
 from hermes_server.http.body import read_body
-from hermes_server.http.errors import ApiError
-from hermes_server.domain.errors import DatabaseUnavailable
 from hermes_server.http.routing import Operation, Route
-
-log = logging.getLogger("hermes_server.hermrun")
 
 # Route names, as logs, the request journal and faults know them.
 SESSIONS = "herm_run_sessions"
@@ -66,11 +63,8 @@ def check_key(request: Request, settings: Settings) -> None:
 
 
 async def _body(request: Request, settings: Settings) -> dict[str, Any]:
-    try:
-        raw = await read_body(request, settings.max_request_bytes)
-    except ApiError:  # the only refusal read_body makes: over the size limit
-        raise PayloadTooLarge(f"request body is larger than {settings.max_request_bytes} bytes") from None
-    return decode_body(raw)
+    """The JSON object body (over the size limit: the 413, which the error map words)."""
+    return decode_body(await read_body(request, settings.max_request_bytes))
 
 
 def _query(request: Request) -> dict[str, str]:
@@ -87,24 +81,18 @@ LIST_QUERY = tuple(f"herm_run_{name}" for name in ("agentId", "agent", "subjectI
                                                     "offset"))
 
 
-def _op(summary: str, responses: dict[int, str], *, body: str | None = None,
+def _op(summary: str, capability: str, responses: dict[int, str], *, body: str | None = None,
         query: tuple[str, ...] = ()) -> Operation:
     """An operation of the dialect: every one can also answer 401 and 503."""
     return Operation(summary, {**responses, 401: "HermRunUnauthorized", 503: "HermRunUnavailable"},
-                     body=body, query=query, headers=("x-api-key",))
+                     capability=capability, body=body, query=query, security=SECURITY)
 
 
 def _guarded(handler: Handler) -> Handler:
-    """Authenticate, run, and answer every refusal in the herm.run envelope."""
+    """Authenticate, then run: a missing or wrong key is refused before the body is read."""
     async def endpoint(request: Request, ctx: Context) -> Response:
-        try:
-            check_key(request, ctx.settings)
-            return await handler(request, ctx)
-        except HermRunError as exc:
-            return error_response(exc)
-        except DatabaseUnavailable as exc:
-            log.warning("herm-run.db unavailable: %s", exc)
-            return error_response(Unavailable("the session store is unavailable; try again shortly"))
+        check_key(request, ctx.settings)
+        return await handler(request, ctx)
     endpoint.__name__ = handler.__name__
     endpoint.__doc__ = handler.__doc__
     return endpoint
@@ -152,29 +140,30 @@ def build_routes(store: HermRunStore) -> list[Route]:
 
     return [
         Route(SESSIONS, "/v1/sessions", {"GET": _guarded(list_sessions), "POST": _guarded(create_session)}, {
-            "GET": _op("List sessions, newest first (archived ones only with status=archived)",
+            "GET": _op("List sessions, newest first (archived ones only with status=archived)", "herm_run_sessions",
                        {200: "HermRunSessionList", 400: "HermRunValidation"}, query=LIST_QUERY),
             "POST": _op("Create a session from an agent for a subject (uses one conversation of the allowance)",
+                        "herm_run_session_create",
                         {201: "HermRunSession", 400: "HermRunValidation", 404: "HermRunNotFound",
                          413: "HermRunTooLarge", 429: "HermRunRateLimited"}, body="HermRunCreateSession"),
-        }),
+        }, HERM_RUN_ERRORS),
         Route(SESSION, "/v1/sessions/{session_id}", {
             "GET": _guarded(get_session), "POST": _guarded(update_session), "DELETE": _guarded(delete_session),
         }, {
-            "GET": _op("Retrieve a session", {200: "HermRunSession", 404: "HermRunNotFound"}),
-            "POST": _op("Update the title, YOLO mode and/or metadata",
+            "GET": _op("Retrieve a session", "herm_run_session", {200: "HermRunSession", 404: "HermRunNotFound"}),
+            "POST": _op("Update the title, YOLO mode and/or metadata", "herm_run_session_update",
                         {200: "HermRunSession", 400: "HermRunValidation", 404: "HermRunNotFound",
                          413: "HermRunTooLarge"}, body="HermRunUpdateSession"),
-            "DELETE": _op("Delete a session that has no running or waiting turn",
+            "DELETE": _op("Delete a session that has no running or waiting turn", "herm_run_session_delete",
                           {200: "HermRunSessionDeleted", 404: "HermRunNotFound", 409: "HermRunInvalidState"}),
-        }),
+        }, HERM_RUN_ERRORS),
         Route(ARCHIVE, "/v1/sessions/{session_id}/archive", {"POST": _guarded(archive_session)}, {
-            "POST": _op("Archive a session that has no running or waiting turn",
+            "POST": _op("Archive a session that has no running or waiting turn", "herm_run_session_archive",
                         {200: "HermRunSession", 404: "HermRunNotFound", 409: "HermRunInvalidState"}),
-        }),
+        }, HERM_RUN_ERRORS),
         Route(WARM, "/v1/sandboxes/warm", {"POST": _guarded(warm)}, {
-            "POST": _op("Prepare an agent for a subject ahead of session creation",
+            "POST": _op("Prepare an agent for a subject ahead of session creation", "herm_run_sandbox_warm",
                         {202: "HermRunWarm", 400: "HermRunValidation", 404: "HermRunNotFound",
                          413: "HermRunTooLarge"}, body="HermRunWarmRequest"),
-        }),
+        }, HERM_RUN_ERRORS),
     ]

@@ -72,6 +72,17 @@ class ApiError(Exception):
         return HermesJSONResponse(self.body(), self.status, headers=self.headers, secure=self.secure)
 
 
+class InjectedStatus(ApiError):
+    """The answer of a `status` fault (test control). `given` names the fields the fault
+    set itself (`message`, `type`, …); a dialect's error map fills in the others its own
+    way, while Hermes's answers it as the ApiError it is."""
+
+    def __init__(self, status: int, message: str, code: str | None, param: str | None, *, type_: str,
+                 headers: dict[str, str] | None, given: frozenset[str]) -> None:
+        super().__init__(status, message, code, param, type_=type_, headers=headers)
+        self.given = given
+
+
 # The named errors of the session API, so the wording lives in one place.
 
 def invalid_json() -> ApiError:

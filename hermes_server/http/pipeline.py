@@ -36,10 +36,10 @@ from hermes_server.http.routing import Route, Router
 log = logging.getLogger("hermes_server")
 
 _BODY_METHODS = {"POST", "PUT", "PATCH"}
-_CORS_BASE = {
-    "Access-Control-Allow-Methods": "GET, POST, DELETE, OPTIONS",
-    "Access-Control-Allow-Headers": "Authorization, Content-Type, Idempotency-Key",
-}
+_CORS_METHODS = "GET, POST, DELETE, OPTIONS"
+_CORS_HEADERS = "Authorization, Content-Type, Idempotency-Key"
+# herm.run clients authenticate with `x-api-key`; browsers may send it only while that dialect is served.
+_HERM_RUN_HEADER = "x-api-key"
 # Where the pipeline leaves the matched route and the request id for outer layers and logs.
 ROUTE_KEY = "hermes.route"
 REQUEST_ID_KEY = "hermes.request_id"
@@ -49,11 +49,13 @@ def cors_headers(settings: Settings, origin: str) -> dict[str, str] | None:
     """Headers for an allowed browser origin, or None."""
     if not origin or not settings.cors_origins:
         return None
+    allowed = f"{_CORS_HEADERS}, {_HERM_RUN_HEADER}" if settings.herm_run else _CORS_HEADERS
+    base = {"Access-Control-Allow-Methods": _CORS_METHODS, "Access-Control-Allow-Headers": allowed}
     if "*" in settings.cors_origins:
-        return {**_CORS_BASE, "Access-Control-Allow-Origin": "*", "Access-Control-Max-Age": "600"}
+        return {**base, "Access-Control-Allow-Origin": "*", "Access-Control-Max-Age": "600"}
     if origin not in settings.cors_origins:
         return None
-    return {**_CORS_BASE, "Access-Control-Allow-Origin": origin, "Vary": "Origin", "Access-Control-Max-Age": "600"}
+    return {**base, "Access-Control-Allow-Origin": origin, "Vary": "Origin", "Access-Control-Max-Age": "600"}
 
 
 def _origin_allowed(settings: Settings, origin: str) -> bool:
@@ -62,16 +64,16 @@ def _origin_allowed(settings: Settings, origin: str) -> bool:
     return bool(settings.cors_origins) and ("*" in settings.cors_origins or origin in settings.cors_origins)
 
 
-def _content_length_error(request: Request, limit: int) -> Response | None:
+def _content_length_error(request: Request, limit: int) -> ApiError | None:
     raw = request.headers.get("content-length")
     if raw is None:
         return None
     try:
         length = int(raw)
     except ValueError:
-        return ApiError(400, "Invalid Content-Length header.", "invalid_content_length", secure=False).response()
+        return ApiError(400, "Invalid Content-Length header.", "invalid_content_length", secure=False)
     if length > limit:
-        return body_too_large().response()
+        return body_too_large()
     return None
 
 
@@ -152,12 +154,15 @@ class Pipeline:
         method = request.method
         if method == "OPTIONS":
             return (EmptyResponse(403) if cors is None else Response(status_code=200, headers=cors)), None
+        # Routing only reads the path, so it may come first: the Content-Length refusal is
+        # then worded by the matched route's dialect (any path of no dialect: Hermes's).
+        raw_path = request.scope.get("raw_path") or quote(request.scope["path"]).encode()
+        match = self.router.resolve(method, raw_path.decode("latin-1"))
         if method in _BODY_METHODS:
             refused = _content_length_error(request, settings.max_request_bytes)
             if refused is not None:
-                return refused, None
-        raw_path = request.scope.get("raw_path") or quote(request.scope["path"]).encode()
-        match = self.router.resolve(method, raw_path.decode("latin-1"))
+                errors = (match.route.errors if match.route else None) or self.errors
+                return errors.render(refused) or refused.response(), None
         if match.route is None:
             return PlainTextResponse(NOT_FOUND_TEXT, 404), None
         request.scope["path_params"] = match.params

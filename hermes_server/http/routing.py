@@ -28,7 +28,8 @@ class Operation:
     `capability` is the operation's name under `/v1/capabilities` `endpoints` (upstream's
     names; None for paths upstream does not advertise). `features` are the capability
     flags that serving this operation makes true. `responses` maps each status the
-    handler can answer to a response name of the OpenAPI document.
+    handler can answer to a response name of the OpenAPI document. `security` is the
+    OpenAPI security scheme an `auth` operation needs (a dialect names its own).
     """
 
     summary: str
@@ -39,6 +40,7 @@ class Operation:
     body: str | None = None
     query: tuple[str, ...] = ()
     headers: tuple[str, ...] = ()
+    security: str = "bearer"
 
 
 @dataclass

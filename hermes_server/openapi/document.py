@@ -7,7 +7,7 @@ describes a path twice. `/v1/capabilities` reads the same operations.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from hermes_server import UPSTREAM_VERSION, __version__
 from hermes_server.http.routing import Operation, Route
@@ -42,7 +42,7 @@ def _operation(route: Route, method: str, op: Operation) -> dict[str, Any]:
         body["requestBody"] = {"required": True,
                                "content": {"application/json": {"schema": ref("schemas", op.body)}}}
     body["responses"] = {str(status): ref("responses", name) for status, name in sorted(op.responses.items())}
-    body["security"] = [{"bearer": []}] if op.auth else []
+    body["security"] = [{op.security: []}] if op.auth else []
     return body
 
 
@@ -69,8 +69,13 @@ def _session_links(served: list[tuple[Route, str, Operation]]) -> dict[str, Any]
     }
 
 
-def build_document(routes: Iterable[Route]) -> dict[str, Any]:
-    """The OpenAPI 3.1 document for exactly the routes being served."""
+def _merged(components: dict[str, Any], extra: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    return {section: {**entries, **extra.get(section, {})} for section, entries in components.items()}
+
+
+def build_document(routes: Iterable[Route], extra: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """The OpenAPI 3.1 document for exactly the routes being served; `extra` holds the
+    components (by section) that served dialects' operations name."""
     served = list(operations(routes))
     paths: dict[str, Any] = {}
     for route, method, op in served:
@@ -89,11 +94,11 @@ def build_document(routes: Iterable[Route]) -> dict[str, Any]:
             ),
         },
         "paths": paths,
-        "components": {
+        "components": _merged({
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
             "parameters": PARAMETERS,
             "responses": responses,
             "schemas": SCHEMAS,
-        },
+        }, extra or {}),
         "security": [{"bearer": []}],
     }

@@ -186,7 +186,7 @@ async def capabilities(request: Request, ctx: AppContext) -> Response:
 
 async def openapi(request: Request, ctx: AppContext) -> Response:
     """GET /openapi.json: the OpenAPI 3.1 document of the routes served (no key needed)."""
-    return HermesJSONResponse(build_document(ctx.routes))
+    return HermesJSONResponse(build_document(ctx.routes, ctx.api_components))
 
 
 def routes() -> list[Route]:

@@ -24,23 +24,28 @@ from hermes_server.testing.routes import build_fixture_routes
 
 if TYPE_CHECKING:
     from hermes_server.context import AppContext
+    from hermes_server.hermrun.store import HermRunStore
 
 # How long a reset waits for chat turns still running before it wipes the state anyway.
 RESET_TURN_WAIT_SECONDS = 10.0
 
 
 class Control:
-    """Installed faults, the request journal and the start fixture of one server."""
+    """Installed faults, the request journal and the start fixture of one server, and the
+    herm.run dialect's store when it is served (resets, seeds and its control route reach it)."""
 
-    def __init__(self, route_names: list[str], start_fixture: StartFixture | None) -> None:
+    def __init__(self, route_names: list[str], start_fixture: StartFixture | None,
+                 herm_store: HermRunStore | None = None) -> None:
         self.faults = FaultRegistry(route_names)
         self.journal = Journal()
         self.start_fixture = start_fixture
+        self.herm_store = herm_store
         self.hooks: Hooks = FaultHooks(self.faults)
 
     async def reset(self, ctx: AppContext, to_fixture: bool) -> LoadResult:
         """Back to the start: no faults, an empty journal, a rewound clock and id source, and an
-        empty database or exactly the start fixture. The storage outage a fault began ends too.
+        empty database or exactly the start fixture (herm-run.db too, allowance use and the
+        id counter included, when the dialect is served). The storage outage a fault began ends too.
 
         Chat turns still running (a client that went away does not stop them) are given
         time to finish first, so none of them writes into the fresh state.
@@ -49,16 +54,28 @@ class Control:
         self.faults.clear()
         self.journal.clear()
         ctx.db.end_outage()
+        if self.herm_store is not None:
+            self.herm_store.db.end_outage()
         ctx.clock.restart()
         ctx.ids.restart()
         if to_fixture and self.start_fixture is not None:
             return await self.start_fixture.load(ctx.db, ctx.now(), replace=True)
-        return await reset_state(ctx.db)
+        return await reset_state(ctx.db, self.herm_store)
 
-    def wrap_routes(self, routes: list[Route], errors: ErrorMap, db: Database) -> list[Route]:
-        """Every route with the fault layer around its handlers, then the /_fixture/ routes."""
+    def wrap_routes(self, routes: list[Route], errors: ErrorMap, db: Database,
+                    databases: dict[str, Database] | None = None) -> list[Route]:
+        """Every route with the fault layer around its handlers, then the /_fixture/ routes.
+
+        `databases` names the database of each route not served from state.db (a dialect's),
+        which its storage faults act on."""
         layer = FaultLayer(self.faults, errors, db)
-        return [layer.wrap(route) for route in routes] + build_fixture_routes(self)
+        wrapped = [layer.wrap(route, (databases or {}).get(route.name)) for route in routes]
+        extra: list[Route] = []
+        if self.herm_store is not None:
+            from hermes_server.testing.hermrun import control_routes
+
+            extra = control_routes(self.herm_store)
+        return wrapped + build_fixture_routes(self) + extra
 
     def wrap_app(self, app: ASGIApp) -> ASGIApp:
         """The pipeline inside the journal, inside the layer that keeps the transport."""

@@ -63,24 +63,25 @@ class FaultLayer:
         self.errors = errors
         self.db = db
 
-    def wrap(self, route: Route) -> Route:
-        """The route with each handler wrapped (done once, when the app is built)."""
+    def wrap(self, route: Route, db: Database | None = None) -> Route:
+        """The route with each handler wrapped (done once, when the app is built); `db` is the
+        database its storage faults act on (None: state.db)."""
         errors = route.errors or self.errors
-        return route.with_methods({method: self._wrapped(endpoint, route.name, errors)
+        return route.with_methods({method: self._wrapped(endpoint, route.name, errors, db or self.db)
                                    for method, endpoint in route.methods.items()})
 
-    def _wrapped(self, endpoint: Endpoint, route_name: str, errors: ErrorMap) -> Endpoint:
+    def _wrapped(self, endpoint: Endpoint, route_name: str, errors: ErrorMap, db: Database) -> Endpoint:
         async def call(request: Request, ctx: Any) -> Response:
-            return await self.call(endpoint, request, ctx, route_name, errors)
+            return await self.call(endpoint, request, ctx, route_name, errors, db)
         return call
 
     async def call(self, endpoint: Endpoint, request: Request, ctx: Any, route_name: str,
-                   errors: ErrorMap) -> Response:
+                   errors: ErrorMap, db: Database) -> Response:
         faults = RequestContext(route_name, request.method, request.path_params.get("session_id"))
         request.scope[FAULTS_KEY] = faults
         # asyncio may carry one request's context into the next on the same connection.
         refuse_request_writes(None)
-        injected = await self._act(faults, "before")
+        injected = await self._act(faults, "before", errors, db)
         if injected is not None:
             return injected
         try:
@@ -92,32 +93,33 @@ class FaultLayer:
             if rendered is None:
                 raise
             response = rendered
-        return await self._act(faults, "after") or response
+        return await self._act(faults, "after", errors, db) or response
 
-    async def _act(self, faults: RequestContext, when: str) -> Response | None:
+    async def _act(self, faults: RequestContext, when: str, errors: ErrorMap, db: Database) -> Response | None:
         """Pipeline faults: before the handler a response replaces it; after it (its writes are
         durable) a response replaces the answer."""
         for fault in self.registry.firing(faults, PIPELINE_KINDS, when):
             if fault.kind == "storage_unavailable" and when == "before":
-                self.db.fail_for(fault.params["duration_ms"] / 1000)
+                db.fail_for(fault.params["duration_ms"] / 1000)
             elif fault.kind in STORAGE_KINDS and when == "before":
-                self._refuse_writes(fault.kind, fault.params["duration_ms"])
+                self._refuse_writes(db, fault.kind, fault.params["duration_ms"])
             elif fault.kind == "latency":
                 await asyncio.sleep(fault.params["latency_ms"] / 1000)
             elif fault.kind == "status":
-                return fault.error().response()
+                return errors.render(fault.error())
             elif fault.kind == "connection_reset":
                 return ConnectionReset()
         return None
 
 
-    def _refuse_writes(self, kind: str, duration_ms: int | None) -> None:
+    @staticmethod
+    def _refuse_writes(db: Database, kind: str, duration_ms: int | None) -> None:
         """A storage-kind fault: every write for `duration_ms`, else the writes of this request
         (and of the chat turn it starts, which inherits the request's context)."""
         if duration_ms is None:
             refuse_request_writes(kind)
         else:
-            self.db.write_health.refuse_all_for(kind, duration_ms / 1000)
+            db.write_health.refuse_all_for(kind, duration_ms / 1000)
 
 
 class FaultHooks:

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping
 
 from hermes_server.domain.errors import DocumentError, Problem
-from hermes_server.http.errors import ApiError
+from hermes_server.http.errors import InjectedStatus
 from hermes_server.testing.validate import Checker, child, describe
 
 # The nine operation names of the Hermes session API documentation, each one method of one route.
@@ -148,10 +148,11 @@ class Fault:
         ctx.fired.append(self.id)
         return True
 
-    def error(self) -> ApiError:
-        """The envelope a status-answering fault gives."""
+    def error(self) -> InjectedStatus:
+        """The error a status-answering fault raises or answers, rendered by the route's error map."""
         p = self.params
-        return ApiError(p["status"], p["message"], p["code"], p["param"], type_=p["type"], headers=p["headers"] or None)
+        return InjectedStatus(p["status"], p["message"], p["code"], p["param"], type_=p["type"],
+                              headers=p["headers"] or None, given=frozenset(k for k in STATUS_KEYS if k in self.spec))
 
     def as_json(self) -> dict[str, Any]:
         remaining = None if self.times is None else max(self.times - self.fired, 0)

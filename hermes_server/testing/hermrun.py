@@ -1,4 +1,6 @@
-"""The `herm_run` key of a fixture file: agents, sessions in any status, the allowance.
+"""Test control of the herm.run dialect: the `herm_run` fixture key and the control route.
+
+The `herm_run` key of a fixture file holds agents, sessions in any status, the allowance.
 
 The API cannot create agents, versions, tags, or sessions that are running or carry
 usage; fixtures can. Checking is all-or-nothing and reports every problem at once by
@@ -6,7 +8,8 @@ JSON path (`$.herm_run.agents[0].versions[1].id`): `parse_herm_run` checks the s
 `load` checks what needs herm-run.db (an id already stored, an agent declared only
 there) inside the same transaction as the writes, so a rejected fixture writes nothing.
 Session fields use the API's own camelCase names; agents and the allowance use the
-names docs/herm-run.md lists.
+names docs/herm-run.md lists. `POST /_fixture/herm-run/sessions/{session_id}` gives a
+session any status or a usage snapshot, which the API itself never does.
 """
 
 from __future__ import annotations
@@ -15,13 +18,23 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any, Mapping
 
+from starlette.requests import Request
+from starlette.responses import Response
+
 from hermes_server.domain.errors import DocumentError, Problem
 from hermes_server.hermrun import store as sql
-from hermes_server.hermrun.projection import USAGE_COUNTERS, USAGE_KEYS, usage_snapshot
+from hermes_server.hermrun.envelope import HermRunJSON
+from hermes_server.hermrun.errors import NotFound
+from hermes_server.hermrun.projection import USAGE_COUNTERS, USAGE_KEYS, session_object, usage_snapshot
 from hermes_server.hermrun.rules import (
     DEFAULT_VERSION, IDLE, STATUSES, Agent, Allowance, Version, preview_version,
 )
 from hermes_server.hermrun.store import HermRunStore
+from hermes_server.http.auth import check_bearer
+from hermes_server.http.body import read_json_object
+from hermes_server.http.errors import ApiError
+from hermes_server.http.routing import Operation, Route
+from hermes_server.openapi.schemas import AUTH_ERRORS, BODY_ERRORS
 from hermes_server.testing.validate import Checker, child, describe
 
 TOP_KEYS = ("agents", "sessions", "allowance")
@@ -251,7 +264,7 @@ def parse_state(document: Any) -> tuple[str | None, dict[str, Any] | None]:
         check.fail("$", "give status, usage or both")
     status = None if obj is None else check.choice(obj, "status", "$", STATUSES)
     usage = None if obj is None or obj.get("usage") is None else parse_usage(check, obj["usage"], "$.usage")
-    check.raise_if_any()
+    check.raise_if_any("invalid_state_change")
     return status, usage
 
 
@@ -312,3 +325,24 @@ async def load(store: HermRunStore, fixture: HermRunFixture, *, replace: bool = 
     tag, say) and adds its sessions; sessions already stored keep their versions.
     """
     return await store.db.write(apply, fixture, replace)
+
+
+def control_routes(store: HermRunStore) -> list[Route]:
+    """The dialect's /_fixture/ route (added only with --fixture-api and --herm-run)."""
+
+    async def set_state(request: Request, ctx: Any) -> Response:
+        """POST {"status", "usage"}: the session as the API now shows it (Hermes's envelope on refusals)."""
+        check_bearer(request, ctx.settings.api_key)
+        status, usage = parse_state(await read_json_object(request, ctx.settings.max_request_bytes))
+        sid = request.scope["path_params"]["session_id"]
+        try:
+            row = await store.set_state(sid, ctx.now(), status=status, usage=usage)
+        except NotFound as exc:
+            raise ApiError(404, exc.message, "session_not_found") from None
+        return HermRunJSON(session_object(row))
+
+    return [Route("fixture_herm_run_session", "/_fixture/herm-run/sessions/{session_id}", {"POST": set_state}, {
+        "POST": Operation("Give a herm.run session a status and/or a usage snapshot (to reach the 409s)",
+                          {200: "HermRunSession", 404: "NotFound", **BODY_ERRORS, **AUTH_ERRORS},
+                          body="FixtureRequest"),
+    })]

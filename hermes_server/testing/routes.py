@@ -22,12 +22,12 @@ from hermes_server.http.routing import Endpoint, Operation, Route
 from hermes_server.openapi.schemas import AUTH_ERRORS, BODY_ERRORS, JOURNAL_FILTERS
 from hermes_server.testing.faults import FaultRegistry
 from hermes_server.testing.journal import Journal
-from hermes_server.testing.load import LoadResult, StartFixture, load_fixture
-from hermes_server.testing.model import parse_fixture
+from hermes_server.testing.load import LoadResult, StartFixture, load_document
 from hermes_server.testing.validate import Checker
 
 if TYPE_CHECKING:
     from hermes_server.context import AppContext
+    from hermes_server.hermrun.store import HermRunStore
 
 
 class ControlState(Protocol):
@@ -36,6 +36,7 @@ class ControlState(Protocol):
     faults: FaultRegistry
     journal: Journal
     start_fixture: StartFixture | None
+    herm_store: HermRunStore | None
 
     async def reset(self, ctx: AppContext, to_fixture: bool) -> LoadResult: ...
 
@@ -81,10 +82,10 @@ class ControlRoutes:
         return _loaded("hermes.fixture.reset", result, to=to)
 
     async def seed(self, request: Request, ctx: AppContext) -> Response:
-        """POST /_fixture/seed: merge a fixture document into state.db, all or nothing."""
+        """POST /_fixture/seed: merge a fixture document into state.db (and herm-run.db), all or nothing."""
         check_bearer(request, ctx.settings.api_key)
         document = await read_json_object(request, ctx.settings.max_request_bytes)
-        result = await load_fixture(ctx.db, parse_fixture(document, ctx.now()))
+        result = await load_document(ctx.db, document, ctx.now(), herm_store=self.control.herm_store)
         return _loaded("hermes.fixture.seeded", result)
 
     async def faults(self, request: Request, ctx: AppContext) -> Response:
