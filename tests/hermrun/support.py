@@ -1,59 +1,64 @@
-"""Start a herm.run server for the HTTP tests and drive it: the API client and test control.
+"""Start hermes-server with the herm.run dialect for the HTTP tests, and drive it.
 
-`start_herm_run` starts the routes-only harness (tests/hermrun/harness.py) today. Once
-the dialect is wired into hermes-server it is to start `serve --herm-run --fixture-api`
-instead (the control calls below are the ones that server gives), and every test in
-this folder runs unchanged against the real server.
+`start_herm_run` runs the real server (`serve --herm-run --fixture-api`, through
+tests/support/server.py: uvicorn on a loopback ephemeral port, a real home) and gives a
+herm.run client (`x-api-key`) beside the control client (Bearer).
 """
 
 from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from tests.server import clean_env, free_port
+from tests.support.server import KEY, RunningServer, start_server
 
-KEY = "test-key-0123456789abcdef"
+__all__ = ["KEY", "HermRunServer", "error", "start_herm_run"]
 
 
 @dataclass
 class HermRunServer:
     """A running server, a herm.run client (x-api-key) and a control client (Bearer)."""
 
-    home: Path
-    port: int
+    server: RunningServer
     args: tuple[str, ...]
-    key: str | None
-    process: subprocess.Popen
-    log_path: Path
     api_key_header: str | None = None
     client: httpx.Client = field(init=False)
-    control: httpx.Client = field(init=False)
 
     def __post_init__(self) -> None:
         api_key = self.api_key_header or self.key
         self.client = httpx.Client(base_url=self.url, headers={"x-api-key": api_key} if api_key else {}, timeout=30)
-        self.control = httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {self.key}"} if self.key
-                                    else {}, timeout=30)
+
+    @property
+    def key(self) -> str | None:
+        return self.server.key
+
+    @property
+    def control(self) -> httpx.Client:
+        return self.server.client
+
+    @property
+    def home(self) -> Path:
+        return self.server.home
+
+    @property
+    def port(self) -> int:
+        return self.server.port
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return self.server.url
 
     @property
     def db_path(self) -> Path:
         return self.home / "herm-run.db"
 
     def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
+        return self.server.log()
 
     # -- test control ------------------------------------------------------
 
@@ -85,43 +90,19 @@ class HermRunServer:
 
     def stop(self, sig: int = signal.SIGTERM) -> int:
         self.client.close()
-        self.control.close()
-        if self.process.poll() is None:
-            self.process.send_signal(sig)
-            try:
-                self.process.wait(15)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(5)
-        return self.process.returncode
+        return self.server.stop(sig)
 
 
 def start_herm_run(home: Path, *extra: str, key: str | None = KEY, fixture: dict[str, Any] | None = None,
-                   api_key_header: str | None = None, wait: float = 20.0) -> HermRunServer:
-    """Start the server over `home` (created if needed) and wait until it answers."""
+                   api_key_header: str | None = None) -> HermRunServer:
+    """Start `serve --herm-run --fixture-api` over `home` (created if needed) and wait until it answers."""
     home.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    args = [*extra]
+    args = ["--herm-run", "--fixture-api", *extra]
     if fixture is not None:
-        path = home.parent / f"fixture-{port}.json"
+        path = home.parent / f"fixture-{home.name}.json"
         path.write_text(json.dumps(fixture))
         args += ["--fixture", str(path)]
-    command = [sys.executable, "-m", "tests.hermrun.harness", "--home", str(home), "--port", str(port),
-               *(["--api-key", key] if key else []), *args]
-    log_path = home.parent / f"herm-run-{port}.log"
-    with open(log_path, "wb") as log_file:
-        process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT, env=clean_env())
-    deadline = time.monotonic() + wait
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"herm.run server exited with {process.returncode}:\n{log_path.read_text()}")
-        try:
-            httpx.get(f"http://127.0.0.1:{port}/health", timeout=0.5)
-            return HermRunServer(home, port, tuple(args), key, process, log_path, api_key_header)
-        except httpx.HTTPError:
-            time.sleep(0.05)
-    process.kill()
-    raise RuntimeError(f"herm.run server did not answer within {wait}s:\n{log_path.read_text()}")
+    return HermRunServer(start_server(home, *args, key=key), tuple(args), api_key_header)
 
 
 def error(type_: str, message: str, param: str | None = None) -> dict[str, Any]:

@@ -97,7 +97,7 @@ def test_reset_restores_the_allowance(hr: HermRunServer) -> None:
 
 
 def test_the_allowance_is_configurable_by_the_server(tmp_path: Path) -> None:
-    srv = start_herm_run(tmp_path / "home", "--deterministic", "--allowance", "2", "--window", "10")
+    srv = start_herm_run(tmp_path / "home", "--deterministic", "--herm-run-allowance", "2", "--herm-run-window", "10")
     try:
         srv.clock(now=T0, step=0)
         for _ in range(2):

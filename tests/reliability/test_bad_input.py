@@ -23,7 +23,10 @@ from typing import Iterator
 import pytest
 
 from hermes_server.app import build_routes
+from hermes_server.hermrun.routes import build_routes as herm_run_routes
+from hermes_server.hermrun.store import HermRunStore
 from hermes_server.testing.control import Control
+from hermes_server.testing.hermrun import control_routes as herm_run_control_routes
 from hermes_server.testing.routes import build_fixture_routes
 from tests.support.db import integrity, lineage_problems
 from tests.support.server import KEY, RunningServer, log_trouble, start_server
@@ -93,12 +96,24 @@ class Answer:
     body: bytes
 
 
-def send(port: int, method: str, target: str, headers: list[bytes], body: bytes | None) -> Answer:
-    """One request as raw bytes on a fresh connection (`Connection: close`)."""
+BEARER = [b"Authorization: Bearer " + KEY.encode()]
+# The herm.run routes take the key in x-api-key; their control route takes the bearer key.
+HERM_RUN_KEYS = BEARER + [b"x-api-key: " + KEY.encode()]
+HERM_RUN_HEADERS: list[tuple[list[bytes], str]] = [
+    ([b"x-api-key: wrong-key-0123456789"], "wrong x-api-key"),
+    ([b"x-api-key: \xff\xfe\xfd"], "non-UTF-8 x-api-key"),
+    ([b"x-api-key: "], "empty x-api-key"),
+]
+
+
+def send(port: int, method: str, target: str, headers: list[bytes], body: bytes | None,
+         keys: list[bytes] = BEARER) -> Answer:
+    """One request as raw bytes on a fresh connection (`Connection: close`); each of `keys`
+    is added unless the request names that header itself or is sent with "no key"."""
     lines = [f"{method} {target} HTTP/1.1".encode("latin-1"), b"Host: 127.0.0.1", b"Connection: close"]
     named = {line.split(b":", 1)[0].lower() for line in headers}
-    if b"authorization" not in named and not any(b"no key" == h for h in headers):
-        lines.append(b"Authorization: Bearer " + KEY.encode())
+    if not any(b"no key" == h for h in headers):
+        lines += [key for key in keys if key.split(b":", 1)[0].lower() not in named]
     lines += [h for h in headers if h != b"no key"]
     if body is not None and b"content-length" not in named:
         lines.append(b"Content-Length: " + str(len(body)).encode())
@@ -114,7 +129,8 @@ def send(port: int, method: str, target: str, headers: list[bytes], body: bytes 
         return Answer(response.status, response.getheader("content-type", ""), data)
 
 
-def requests_for(template: str, methods: list[str]) -> Iterator[tuple[str, str, list[bytes], bytes | None]]:
+def requests_for(template: str, methods: list[str],
+                 headers: list[tuple[list[bytes], str]] = HEADERS) -> Iterator[tuple[str, str, list[bytes], bytes | None]]:
     """Every bad request this route gets: (method, target, extra header lines, body)."""
     valid_path = template.replace("{session_id}", EXISTING)
     for method in methods:
@@ -129,19 +145,20 @@ def requests_for(template: str, methods: list[str]) -> Iterator[tuple[str, str, 
         if method == "GET":
             for query in QUERIES:
                 yield method, valid_path + query, [], None
-        for lines, _ in HEADERS:
+        for lines, _ in headers:
             yield method, valid_path, lines or [b"no key"], body
 
 
-def _battery(server: RunningServer, routes: list) -> int:
+def _battery(server: RunningServer, routes: list, keys: list[bytes] = BEARER,
+             headers: list[tuple[list[bytes], str]] = HEADERS) -> int:
     sent = 0
     failures = []
     for route in routes:
-        for method, target, headers, body in requests_for(route.template, sorted(route.methods)):
-            answer = send(server.port, method, target, headers, body)
+        for method, target, lines, body in requests_for(route.template, sorted(route.methods), headers):
+            answer = send(server.port, method, target, lines, body, keys)
             sent += 1
             if answer.status >= 500:
-                failures.append(f"{method} {target[:80]} {headers} {(body or b'')[:60]!r} -> "
+                failures.append(f"{method} {target[:80]} {lines} {(body or b'')[:60]!r} -> "
                                 f"{answer.status} {answer.body[:200]!r}")
             elif answer.content_type.startswith("application/json"):
                 json.loads(answer.body)  # whatever the status, the body is well-formed JSON
@@ -172,3 +189,21 @@ def test_bad_input_on_every_route_is_refused_without_a_5xx(both_servers: tuple[R
         assert srv.client.get(f"/api/sessions/{EXISTING}").status_code in (200, 404)  # still serving
     print(f"\nbad input: {sent} hand-written requests over {len(build_routes()) + len(build_fixture_routes(Control([], None)))}"
           " routes, no 5xx, no traceback")
+
+
+def test_bad_input_on_the_herm_run_routes_is_refused_without_a_5xx(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The dialect's routes and its control route, served by `--herm-run --fixture-api`."""
+    srv = start_server(tmp_path_factory.mktemp("herm-run") / "hermes", "--herm-run", "--fixture-api")
+    try:
+        seeded = srv.client.post("/_fixture/seed", json={"herm_run": {"sessions": [
+            {"id": EXISTING, "agentId": "agent_1", "subjectId": "user_1"}]}})
+        assert seeded.status_code == 200, seeded.text
+        unopened = HermRunStore(tmp_path_factory.mktemp("unused"))  # only for the route table
+        routes = herm_run_routes(unopened) + herm_run_control_routes(unopened)
+        sent = _battery(srv, routes, HERM_RUN_KEYS, HEADERS + HERM_RUN_HEADERS)
+        assert log_trouble(srv) == []
+        assert integrity(srv.home / "herm-run.db") == "ok"
+        assert srv.client.get(f"/v1/sessions/{EXISTING}", headers={"x-api-key": KEY}).status_code in (200, 404)
+    finally:
+        srv.stop()
+    print(f"\nbad input: {sent} hand-written requests over {len(routes)} herm.run routes, no 5xx, no traceback")
