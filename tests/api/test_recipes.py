@@ -161,7 +161,8 @@ def test_recipe(servers, name: str, recipe: dict[str, Any]) -> None:
     if "faults" in recipe:
         assert client.put("/_fixture/faults", json={"faults": recipe["faults"]}).status_code == 200
     client.delete("/_fixture/requests")  # the journal holds only the recipe's own requests
-    saved: dict[str, str] = {}
+    # `{key}` is the server's key, for headers other than the bearer one (herm.run's x-api-key).
+    saved: dict[str, str] = {"key": srv.key or ""}
     for number, step in enumerate(recipe["steps"], 1):
         if "wait_ms" in step:
             time.sleep(step["wait_ms"] / 1000)
