@@ -79,6 +79,13 @@ def test_the_default_server_imports_no_test_control(tmp_path: Path) -> None:
     modules = served_modules(tmp_path)
     assert "hermes_server.routes.sessions" in modules  # the probe really served the routes
     assert control_modules(modules) == set()
+    assert [m for m in modules if m.startswith("hermes_server.hermrun")] == []  # nor the herm.run dialect
+
+
+def test_the_herm_run_dialect_alone_imports_no_test_control(tmp_path: Path) -> None:
+    modules = served_modules(tmp_path, "--herm-run")
+    assert {"hermes_server.hermrun.routes", "hermes_server.hermrun.store"} <= set(modules)
+    assert control_modules(modules) == set()
 
 
 def test_a_start_fixture_imports_only_the_fixture_format_and_loading(tmp_path: Path) -> None:

@@ -133,6 +133,20 @@ def test_the_size_check_answers_in_the_dialects_envelope(hr: HermRunServer) -> N
     assert hermes.status == 413 and hermes.json()["error"]["code"] == "body_too_large"
 
 
+def test_the_environment_switches_it_on_and_a_weak_dialect_key_is_refused(tmp_path: Path) -> None:
+    srv = start_server(tmp_path / "env" / "home", env={"HERMES_SERVER_HERM_RUN": "1",
+                                                       "HERMES_SERVER_HERM_RUN_ALLOWANCE": "0"})
+    try:
+        r = srv.client.post("/v1/sessions", json=BASE, headers={"x-api-key": KEY})
+        assert r.status_code == 429 and r.json()["error"]["type"] == "rate_limited"
+    finally:
+        srv.stop()
+    done = subprocess.run([sys.executable, "-m", "hermes_server", "serve", "--home", str(tmp_path / "weak"),
+                           "--port", "18548", "--api-key", KEY, "--herm-run", "--herm-run-key", "short"],
+                          capture_output=True, text=True, env=clean_env(), timeout=60)
+    assert done.returncode != 0 and "--herm-run-key" in done.stderr
+
+
 # -- fixtures and seed -------------------------------------------------------------
 
 
