@@ -53,12 +53,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="load a fixture file into a state.db (a server may be running on it)",
         description="Merge the sessions and messages of a fixture file (docs/fixtures.md) into "
                     "HERMES_HOME/state.db in one transaction. An invalid fixture is rejected whole, "
-                    "each problem named by its JSON path, and nothing is written.",
+                    "each problem named by its JSON path, and nothing is written. A `herm_run` part "
+                    "(docs/herm-run.md) goes into HERMES_HOME/herm-run.db, checked with the rest.",
     )
     seed.add_argument("file", metavar="FILE", help="fixture file: JSON, or YAML (.yaml/.yml) when PyYAML is installed")
     add_options(seed, (HOME,))
     seed.add_argument("--replace", action="store_true",
-                      help="empty every session table first (same transaction), so state.db holds exactly the fixture")
+                      help="empty every session table first (same transaction), so state.db holds exactly the "
+                           "fixture (herm-run.db too, when the fixture has a herm_run part)")
     health = commands.add_parser(
         "healthcheck",
         help="exit 0 when a server answers GET /health (the container's HEALTHCHECK)",
