@@ -30,6 +30,10 @@ _TEXT = {"type": "string", "minLength": 1}
 _NULLABLE_TEXT = {"type": ["string", "null"]}
 _METADATA = {"type": "object", "additionalProperties": {"type": "string"}}
 _TIME = {"type": "string", "format": "date-time"}
+# In a request body `null` counts as absent, so every optional field also takes it.
+_OPTIONAL_TEXT = {"type": ["string", "null"], "minLength": 1}
+_OPTIONAL_FLAG = {"type": ["boolean", "null"]}
+_OPTIONAL_METADATA = {**_METADATA, "type": ["object", "null"]}
 
 SCHEMAS: dict[str, Any] = {
     "HermRunUsage": _record({
@@ -58,10 +62,11 @@ SCHEMAS: dict[str, Any] = {
         "message": {"type": "string"}, "param": _NULLABLE_TEXT,
     })}),
     "HermRunCreateSession": {**_record({
-        "agentId": _TEXT, "subjectId": _TEXT, "role": _TEXT, "title": _TEXT, "yoloMode": {"type": "boolean"},
-        "preview": {"type": "boolean"}, "tag": _TEXT, "metadata": _METADATA,
+        "agentId": _TEXT, "subjectId": _TEXT, "role": _OPTIONAL_TEXT, "title": _OPTIONAL_TEXT,
+        "yoloMode": _OPTIONAL_FLAG, "preview": _OPTIONAL_FLAG, "tag": _OPTIONAL_TEXT, "metadata": _OPTIONAL_METADATA,
     }, optional=("role", "title", "yoloMode", "preview", "tag", "metadata")), "additionalProperties": True},
-    "HermRunUpdateSession": {**_record({"title": _TEXT, "yoloMode": {"type": "boolean"}, "metadata": _METADATA},
+    "HermRunUpdateSession": {**_record({"title": _OPTIONAL_TEXT, "yoloMode": _OPTIONAL_FLAG,
+                                        "metadata": _OPTIONAL_METADATA},
                                        optional=("title", "yoloMode", "metadata")),
                              "minProperties": 1, "additionalProperties": True},
     "HermRunWarmRequest": {**_record({"agentId": _TEXT, "subjectId": _TEXT}), "additionalProperties": True},
