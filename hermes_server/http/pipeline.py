@@ -2,7 +2,9 @@
 
 It mirrors upstream's middleware order, outermost first:
 CORS → body-size limit → routing (framework 404/405) → handler → error mapping,
-and writes one access line per request whatever happened. It is one small class
+and writes one access line per request whatever happened. (The path is matched just
+before the size check, which answers in the matched route's dialect; the order of the
+answers is upstream's.) It is one small class
 rather than a middleware stack because every request pays for each layer, and the
 order is easier to read in one place. Optional layers (test control) wrap it once,
 when the app is composed; nothing here asks whether they exist.
