@@ -57,6 +57,8 @@ class Settings:
     fixture_path: Path | None = None
     # reproducible generated ids and a settable clock.
     deterministic: bool = False
+    # Answer as 0.19.0 does where docs/differences.md lists a deviation (serve --upstream-quirks).
+    upstream_quirks: bool = False
 
     @property
     def db_path(self) -> Path:

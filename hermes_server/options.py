@@ -182,6 +182,10 @@ SERVE_OPTIONS: tuple[Option, ...] = (
     Option("deterministic", "--deterministic", "HERMES_SERVER_DETERMINISTIC", False, text,
            "reproducible generated ids (still api_<seconds>_<8 hex>) and a clock that starts at "
            "2030-01-01T00:00:00Z and moves 1 ms per reading", group="test control", switch=True),
+    Option("upstream_quirks", "--upstream-quirks", "HERMES_SERVER_UPSTREAM_QUIRKS", False, text,
+           "answer exactly as hermes-agent 0.19.0 does wherever docs/differences.md lists a deviation "
+           "(its text/plain 500s included), to see the failures real Hermes gives", group="test control",
+           switch=True),
 )
 
 GROUP_TITLES = {"chat": "chat", "request heads": "request heads", "test control": "test control"}

@@ -59,6 +59,12 @@ class IdSource:
             return None
         return lambda: self._hex8()[:6]
 
+    def job_id(self) -> str:
+        """A cron job id: 12 hex digits, as upstream cuts from a uuid4."""
+        if self._rng is None:
+            return uuid.uuid4().hex[:12]
+        return f"{self._rng.getrandbits(48):012x}"
+
 
 def requested_id(body: dict[str, Any]) -> str | None:
     """The client's id choice: truthy `id`, else truthy `session_id`, as `str()` trimmed.
