@@ -38,6 +38,16 @@ REPLY = re.compile(r"^(MOCK|ECHO)-REPLY to:")
 Body = bytes | Callable[[], Iterable[bytes]] | None
 
 
+def rebased(ports: dict[Any, int]) -> dict[Any, int]:
+    """A tool's fixed ports, moved so the lowest is HERMES_DIFF_PORT_BASE when that is set
+    (several people comparing at once each keep to their own port range)."""
+    base = os.environ.get("HERMES_DIFF_PORT_BASE", "").strip()
+    if not base:
+        return ports
+    shift = int(base) - min(ports.values())
+    return {name: port + shift for name, port in ports.items()}
+
+
 def js(value: Any) -> bytes:
     return json.dumps(value).encode()
 

@@ -50,9 +50,11 @@ from oracle_common import (
     js,
     mask_agent_value,
     print_differences,
+    rebased,
 )
 
-PORTS = {("oracle", "key"): 19010, ("oracle", "nokey"): 19012, ("ours", "key"): 19020, ("ours", "nokey"): 19021}
+PORTS = rebased({("oracle", "key"): 19010, ("oracle", "nokey"): 19012, ("ours", "key"): 19020,
+                 ("ours", "nokey"): 19021})
 PATH = "/v1/chat/completions"
 HEADERS = ("content-type", "cache-control", "x-accel-buffering", "allow", "x-hermes-session-id",
            "x-hermes-session-key", "x-hermes-completed", "x-hermes-partial")

@@ -47,11 +47,11 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 from urllib.parse import quote
 
-from oracle_common import KEY, ORACLE_DIR, ORACLE_PY, SECURITY_HEADER, Workbench, command_line, exchange, js
+from oracle_common import KEY, ORACLE_DIR, ORACLE_PY, SECURITY_HEADER, Workbench, command_line, exchange, js, rebased
 
 # Three pairs of servers: with the key, without any key, and over a state.db that cannot be opened.
-PORTS = {("oracle", "key"): 18800, ("oracle", "nokey"): 18802, ("oracle", "broken"): 18804,
-         ("ours", "key"): 18810, ("ours", "nokey"): 18811, ("ours", "broken"): 18812}
+PORTS = rebased({("oracle", "key"): 18800, ("oracle", "nokey"): 18802, ("oracle", "broken"): 18804,
+                 ("ours", "key"): 18810, ("ours", "nokey"): 18811, ("ours", "broken"): 18812})
 LIMIT = 10_000_000
 TIMESTAMP_KEYS = ("started_at", "ended_at", "last_active", "timestamp", "created")
 _TS_RE = re.compile(r'"(' + "|".join(TIMESTAMP_KEYS) + r')": -?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?')

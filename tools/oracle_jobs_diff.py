@@ -38,9 +38,10 @@ from oracle_common import (
     js,
     mask_agent_value,
     print_differences,
+    rebased,
 )
 
-ORACLE_PORT, OURS_PORT = 18640, 18650
+ORACLE_PORT, OURS_PORT = rebased({"oracle": 18640, "ours": 18650}).values()
 TS_KEYS = {"ts", "timestamp", "started_at", "ended_at", "last_active"}
 USAGE_KEYS = {"input_tokens", "output_tokens", "total_tokens"}
 SNAPSHOT_KEYS = {"provider_snapshot", "model_snapshot"}
