@@ -258,12 +258,14 @@ def triggered(now: datetime) -> dict[str, Any]:
             "next_run_at": now.isoformat()}
 
 
-def listed(jobs: list[dict[str, Any]], include_disabled: bool) -> list[dict[str, Any]]:
-    """GET /api/jobs: readable records, disabled ones hidden unless asked for, no execution history."""
+def listed(jobs: list[dict[str, Any]], include_disabled: bool,
+           latest: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """GET /api/jobs: readable records, disabled ones hidden unless asked for, each with its
+    latest execution (null unless a Hermes ticker ran it)."""
     shown = [readable(job) for job in jobs]
     if not include_disabled:
         shown = [job for job in shown if job.get("enabled", True)]
-    return [{**job, "latest_execution": None} for job in shown]
+    return [{**job, "latest_execution": latest.get(job["id"])} for job in shown]
 
 
 def origin(peer: str, forwarded_for: str, real_ip: str, user_agent: str) -> dict[str, str]:

@@ -73,7 +73,8 @@ async def list_jobs(request: Request, ctx: AppContext) -> Response:
     """GET /api/jobs: creation order; `include_disabled=true|1` also shows disabled jobs."""
     check_bearer(request, ctx.settings.api_key)
     include = first_query_values(request).get("include_disabled", "").lower() in {"true", "1"}
-    return HermesJSONResponse({"jobs": jobs.listed(await _file(ctx).read(), include)})
+    stored, latest = await _file(ctx).listing()
+    return HermesJSONResponse({"jobs": jobs.listed(stored, include, latest)})
 
 
 async def create_job(request: Request, ctx: AppContext) -> Response:

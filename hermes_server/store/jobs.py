@@ -16,6 +16,7 @@ import fcntl
 import json
 import os
 import shutil
+import sqlite3
 import tempfile
 import threading
 from pathlib import Path
@@ -95,6 +96,31 @@ class JobsFile:
         target = self.output_dir / job_id
         if target.exists():
             shutil.rmtree(target)
+
+    def latest_executions(self, job_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """The newest row per job of `cron/executions.db`, which a Hermes ticker writes when it
+        runs jobs; read-only, and empty when the file does not exist (nothing ran here)."""
+        path = self.cron_dir / "executions.db"
+        if not job_ids or not path.exists():
+            return {}
+        marks = ",".join("?" for _ in job_ids)
+        try:
+            with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)) as conn:
+                conn.row_factory = sqlite3.Row
+                rows = conn.execute(
+                    f"SELECT e.* FROM executions e WHERE e.job_id IN ({marks}) AND e.id = (SELECT e2.id "
+                    "FROM executions e2 WHERE e2.job_id = e.job_id ORDER BY e2.claimed_at DESC, e2.id DESC LIMIT 1)",
+                    job_ids).fetchall()
+        except sqlite3.Error:  # as Hermes: no history rather than no list
+            return {}
+        return {row["job_id"]: dict(row) for row in rows}
+
+    async def listing(self) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+        """Every job record and the latest execution of each (for GET /api/jobs)."""
+        def both() -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+            stored = self._read()
+            return stored, self.latest_executions([str(job.get("id")) for job in stored if job.get("id")])
+        return await asyncio.to_thread(both)
 
     async def read(self) -> list[dict[str, Any]]:
         """Every stored job record, in file order."""
