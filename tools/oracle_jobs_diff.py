@@ -231,6 +231,12 @@ def build_steps() -> list[Step]:
     add("cron fire api key", "POST", "/api/cron/fire", {"job_id": "x"})
     add("cron fire GET 405", "GET", "/api/cron/fire")
     add("capabilities", "GET", "/v1/capabilities")
+    # -- features 0.19.0 reports off: no route at all, so the framework's 404 --------------------
+    for method, path in (("POST", "/v1/audio/speech"), ("POST", "/v1/audio/transcriptions"),
+                         ("GET", "/v1/realtime"), ("POST", "/v1/realtime/sessions"), ("GET", "/api/memory"),
+                         ("GET", "/api/config"), ("PUT", "/v1/toolsets"), ("POST", "/v1/runs/run_x/steer"),
+                         ("GET", "/v1/responses/x/input_items"), ("GET", "/api/jobs/0123456789ab/output")):
+        add(f"not registered: {method} {path}", method, path)
     # -- _thinking progress ------------------------------------------------------------------------
     add("create session", "POST", "/api/sessions", {"id": "T"})
     add("stream turn", "POST", "/api/sessions/T/chat/stream", {"message": "think about it"})
