@@ -21,6 +21,7 @@ from hermes_server.domain.clock import Clock
 from hermes_server.domain.ids import IdSource
 from hermes_server.domain.quirks import Quirks
 from hermes_server.http.errors import HERMES_ERRORS, ErrorMap
+from hermes_server.http.deviations import deviation_rows
 from hermes_server.http.job_errors import job_error_rows
 from hermes_server.http.pipeline import Pipeline
 from hermes_server.http.routing import Route, Router
@@ -38,8 +39,9 @@ def build_routes() -> list[Route]:
 
 
 def build_errors(quirks: Quirks) -> ErrorMap:
-    """The app's error table: the Hermes rows, then the jobs rows as `quirks` chooses them."""
-    return ErrorMap({**HERMES_ERRORS.handlers, **job_error_rows(quirks)})
+    """The app's error table: the Hermes rows, the jobs rows, and for each documented deviation
+    hermes-server's answer or 0.19.0's, as `quirks` chooses (once, here)."""
+    return ErrorMap({**HERMES_ERRORS.handlers, **job_error_rows(quirks), **deviation_rows(quirks, HERMES_ERRORS)})
 
 
 class HermesApp:

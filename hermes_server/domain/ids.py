@@ -95,16 +95,17 @@ def has_control_character(session_id: str) -> bool:
     return any(unicodedata.category(ch) == "Cc" for ch in session_id)
 
 
-def create_id_error(session_id: str) -> str | None:
+def create_id_error(session_id: str, lax: bool = False) -> str | None:
     """The create-route rejection message for `session_id`, or None when acceptable.
 
     Order matters: the path/character check precedes the length check, so
-    `".." + 257 * "x"` is "Invalid session ID", not "too long".
+    `".." + 257 * "x"` is "Invalid session ID", not "too long". `lax` is 0.19.0's rule
+    (D3 off): of the control characters only CR, LF and NUL are refused.
     """
     if (
         not session_id
         or has_lone_surrogate(session_id)
-        or has_control_character(session_id)
+        or (has_cr_lf_nul(session_id) if lax else has_control_character(session_id))
         or is_path_unsafe(session_id)
     ):
         return "Invalid session ID"
