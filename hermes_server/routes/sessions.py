@@ -23,7 +23,7 @@ from hermes_server.http.errors import (
     session_not_found,
 )
 from hermes_server.http.responses import HermesJSONResponse
-from hermes_server.domain.errors import StorageFault
+from hermes_server.domain.errors import SessionGone, StorageFault
 from hermes_server.http.routing import Operation, Route
 from hermes_server.openapi.schemas import BODY_ERRORS, SESSION_ERRORS, STORE_ERRORS
 from hermes_server.routes.common import existing_session, first_query_values
@@ -180,7 +180,10 @@ async def fork_session(request: Request, ctx: AppContext) -> Response:
 
     try:
         await step(sessions.end_session, source_id, "branched", ctx.now())
-        await step(sessions.create_fork_child, fork_id, source, ctx.now())
+        try:
+            await step(sessions.create_fork_child, fork_id, source, ctx.now())
+        except SessionGone as exc:  # the source was deleted meanwhile: 0.19.0 crashes on the foreign key (D6)
+            raise Deviation("bad_input_500", exc) from None
         await step(messages.copy_active_messages, source_id, fork_id)
         title = body.get("title")
         if title is None:
