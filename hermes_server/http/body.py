@@ -21,7 +21,8 @@ from hermes_server.domain.quirks import Deviation
 from hermes_server.http.errors import body_too_large, invalid_json, not_an_object
 
 
-def _charset(request: Request) -> str:
+def charset(request: Request) -> str:
+    """The Content-Type's charset, else UTF-8 (how aiohttp decodes a body as text)."""
     content_type = request.headers.get("content-type", "")
     for part in content_type.split(";")[1:]:
         key, _, value = part.strip().partition("=")
@@ -54,7 +55,7 @@ async def read_json_object(request: Request, limit: int,
     """The body as a JSON object, or the 400/413 upstream's handlers give (`non_object` when it is not one)."""
     raw = await read_body(request, limit)
     try:
-        payload = json.loads(raw.decode(_charset(request)))
+        payload = json.loads(raw.decode(charset(request)))
     except Exception:  # any decode/parse failure, RecursionError included, is "Invalid JSON"
         raise invalid_json() from None
     if not isinstance(payload, dict):

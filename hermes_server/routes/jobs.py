@@ -22,7 +22,7 @@ from hermes_server.context import AppContext
 from hermes_server.domain import jobs
 from hermes_server.domain.jobs import guarded, not_found
 from hermes_server.http.auth import check_bearer
-from hermes_server.http.body import read_body
+from hermes_server.http.body import charset, read_body
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Operation, Route
 from hermes_server.openapi.jobs_schemas import JOB_ERRORS, JOB_ID_ERRORS
@@ -48,14 +48,13 @@ def _now(ctx: AppContext) -> datetime:
 
 
 def _file(ctx: AppContext) -> JobsFile:
-    return JobsFile(ctx.settings.home)
+    return JobsFile(ctx.settings.home, lambda: _now(ctx).isoformat())
 
 
 async def _json_body(request: Request, ctx: AppContext) -> Any:
     """The parsed body; any decode or parse failure is reported with Python's own text."""
     raw = await read_body(request, ctx.settings.max_request_bytes)
-    charset = request.headers.get("content-type", "").partition("charset=")[2].strip().strip('"') or "utf-8"
-    return guarded(lambda: json.loads(raw.decode(charset)))
+    return guarded(lambda: json.loads(raw.decode(charset(request))))
 
 
 def _job_answer(job: dict[str, Any]) -> Response:
@@ -86,7 +85,7 @@ async def create_job(request: Request, ctx: AppContext) -> Response:
     origin = jobs.origin(peer, request.headers.get("x-forwarded-for", ""), request.headers.get("x-real-ip", ""),
                          request.headers.get("user-agent", ""))
     job = guarded(lambda: jobs.new_job(body, ctx.ids.job_id(), now, origin))
-    await _file(ctx).change(lambda stored: ([*stored, job], None), now.isoformat)
+    await _file(ctx).change(lambda stored: ([*stored, job], None))
     return _job_answer(job)
 
 
@@ -110,7 +109,7 @@ async def _apply(ctx: AppContext, job_id: str, updates: Callable[[dict[str, Any]
                 return [*stored[:index], changed, *stored[index + 1:]], jobs.readable(changed)
         return None, None
 
-    result = await _file(ctx).change(edit, lambda: _now(ctx).isoformat())
+    result = await _file(ctx).change(edit)
     if result is None:
         raise not_found()
     return _job_answer(result)
@@ -142,7 +141,7 @@ async def delete_job(request: Request, ctx: AppContext) -> Response:
         kept = [job for job in stored if job["id"] != job_id]
         return (kept, True) if len(kept) < len(stored) else (None, False)
 
-    if not await file.change(edit, lambda: _now(ctx).isoformat()):
+    if not await file.change(edit):
         raise not_found()
     file.remove_output(job_id)
     return HermesJSONResponse({"ok": True})

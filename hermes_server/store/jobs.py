@@ -30,7 +30,9 @@ T = TypeVar("T")
 class JobsFile:
     """The cron directory of one HERMES_HOME."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, stamp: Callable[[], str]) -> None:
+        # The `updated_at` of each save: now, in the configured zone, from the server's clock.
+        self.stamp = stamp
         self.cron_dir = home / "cron"
         self.path = self.cron_dir / "jobs.json"
         self.output_dir = self.cron_dir / "output"
@@ -54,9 +56,13 @@ class JobsFile:
                     fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
     def _load(self) -> list[dict[str, Any]]:
+        return self._load_marked()[0]
+
+    def _load_marked(self) -> tuple[list[dict[str, Any]], bool]:
+        """The stored jobs, and whether the file held a bare list rather than `{"jobs": …}`."""
         self._ensure_dirs()
         if not self.path.exists():
-            return []
+            return [], False
         try:
             text = self.path.read_text(encoding="utf-8-sig")
         except OSError as exc:
@@ -69,19 +75,17 @@ class JobsFile:
             except ValueError as exc:
                 raise JobsFileError(f"Cron database corrupted and unrepairable: {exc}") from None
         if isinstance(data, dict):
-            jobs = data.get("jobs", [])
-        elif isinstance(data, list):
-            jobs = data
-        else:
-            raise JobsFileError(f"Cron database corrupted: expected {{'jobs': [...]}}, got {type(data).__name__}")
-        return list(jobs)
+            return list(data.get("jobs", [])), False
+        if isinstance(data, list):
+            return data, True
+        raise JobsFileError(f"Cron database corrupted: expected {{'jobs': [...]}}, got {type(data).__name__}")
 
-    def _save(self, jobs: list[dict[str, Any]], updated_at: str) -> None:
+    def _save(self, jobs: list[dict[str, Any]]) -> None:
         self._ensure_dirs()
         fd, tmp = tempfile.mkstemp(dir=str(self.cron_dir), suffix=".tmp", prefix=".jobs_")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump({"jobs": jobs, "updated_at": updated_at}, handle, indent=2)
+                json.dump({"jobs": jobs, "updated_at": self.stamp()}, handle, indent=2)
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(tmp, self.path)
@@ -128,17 +132,18 @@ class JobsFile:
 
     def _read(self) -> list[dict[str, Any]]:
         with self._locked():
-            return self._load()
+            jobs, bare_list = self._load_marked()
+            if bare_list and jobs:  # Hermes rewrites a bare list (an edit by hand) in its own format
+                self._save(jobs)
+            return jobs
 
-    async def change(self, edit: Callable[[list[dict[str, Any]]], tuple[list[dict[str, Any]] | None, T]],
-                     updated_at: Callable[[], str]) -> T:
+    async def change(self, edit: Callable[[list[dict[str, Any]]], tuple[list[dict[str, Any]] | None, T]]) -> T:
         """Apply `edit` to the stored list under the lock; it returns (new list or None to keep, result)."""
-        return await asyncio.to_thread(self._change, edit, updated_at)
+        return await asyncio.to_thread(self._change, edit)
 
-    def _change(self, edit: Callable[[list[dict[str, Any]]], tuple[list[dict[str, Any]] | None, T]],
-                updated_at: Callable[[], str]) -> T:
+    def _change(self, edit: Callable[[list[dict[str, Any]]], tuple[list[dict[str, Any]] | None, T]]) -> T:
         with self._locked():
             jobs, result = edit(self._load())
             if jobs is not None:
-                self._save(jobs, updated_at())
+                self._save(jobs)
             return result

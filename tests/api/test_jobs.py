@@ -229,6 +229,7 @@ def test_a_file_written_by_hermes_is_read(tmp_path: Path) -> None:
     srv = start_server(home)
     try:
         (shown,) = srv.client.get("/api/jobs").json()["jobs"]
+        assert list(json.loads((home / "cron" / "jobs.json").read_text())) == ["jobs", "updated_at"]  # repaired
         # Null text fields read as Hermes reads them; a schedule without display text shows "?".
         assert (shown["name"], shown["prompt"], shown["schedule_display"], shown["state"]) == (
             "0123456789ab", "", "?", "scheduled")
