@@ -104,8 +104,9 @@ _RANGES = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 7), (0, 59), (1970, 2099))
 
 
 class CronExpression:
-    """Standard five-field cron (`*`, lists, ranges, steps); day of month and day of week
-    restricted together match either, as cron does."""
+    """Cron as Hermes's croniter reads it: five columns (a sixth for seconds, a seventh for
+    the year), `*`, lists, ranges that may wrap, steps; day of month and day of week
+    restricted together match either. Error texts are croniter's."""
 
     def __init__(self, expr: str) -> None:
         columns = expr.split()
@@ -118,10 +119,15 @@ class CronExpression:
             self.restricted.append(column != "*")
         if 7 in self.fields[4]:
             self.fields[4] = (self.fields[4] - {7}) | {0}
+        # A sixth column is the second, a seventh the year; without them: second 0, any year.
+        self.seconds = sorted(self.fields[5]) if len(self.fields) > 5 else [0]
+        self.years = self.fields[6] if len(self.fields) > 6 else None
 
     @staticmethod
     def _field(column: str, low: int, high: int, expr: str) -> set[int]:
+        """One column's values. A range may wrap (`50-10`: 50…59 then 0…10), as croniter reads it."""
         values: set[int] = set()
+        wrap_high = 6 if high == 7 else high  # day of week: 7 is Sunday, which is 0
         for item in column.split(","):
             span, _, step_text = item.partition("/")
             try:
@@ -137,10 +143,16 @@ class CronExpression:
             except ValueError:
                 raise ValueError(f"[{expr}] is not acceptable") from None
             if not (low <= start <= high and low <= end <= high):
-                raise ValueError(f"[{expr}] is not acceptable, out of range")
-            if step < 1 or start > end:
+                if span == "*" or ("-" not in span and not step_text):
+                    raise ValueError(f"[{expr}] is not acceptable, out of range")
+                raise ValueError(f"{expr} is out of bands")
+            if step == 0:
+                raise ValueError("invalid range: range() arg 3 must not be zero")
+            if step < 0:
                 raise ValueError(f"[{expr}] is not acceptable")
-            values.update(range(start, end + 1, step))
+            sequence = (list(range(start, end + 1)) if start <= end
+                        else list(range(start, wrap_high + 1)) + list(range(low, end + 1)))
+            values.update(sequence[::step])
         return values
 
     def _day_matches(self, day: datetime) -> bool:
@@ -151,15 +163,17 @@ class CronExpression:
         return in_month and in_week
 
     def next_after(self, now: datetime) -> datetime:
-        """The first matching minute strictly after `now` (seconds zero, `now`'s zone)."""
-        start = now.replace(second=0, microsecond=0) + timedelta(minutes=1)
-        day = start.replace(hour=0, minute=0)
+        """The first matching time strictly after `now`, to the second, in `now`'s zone."""
+        start = now.replace(microsecond=0) + timedelta(seconds=1)
+        day = start.replace(hour=0, minute=0, second=0)
         for _ in range(366 * 50):
-            if day.month in self.fields[3] and self._day_matches(day):
+            if (day.month in self.fields[3] and self._day_matches(day)
+                    and (self.years is None or day.year in self.years)):
                 for hour in sorted(self.fields[1]):
                     for minute in sorted(self.fields[0]):
-                        candidate = day.replace(hour=hour, minute=minute)
-                        if candidate >= start:
-                            return candidate
+                        for second in self.seconds:
+                            candidate = day.replace(hour=hour, minute=minute, second=second)
+                            if candidate >= start:
+                                return candidate
             day += timedelta(days=1)
         raise ValueError("failed to find next date")

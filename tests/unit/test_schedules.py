@@ -27,6 +27,8 @@ def test_forms(text: str, expected: dict) -> None:
     ("0 9 * * MON", "Invalid schedule '0 9 * * MON'."),
     ("60 * * * *", "Invalid cron expression '60 * * * *': [60 * * * *] is not acceptable, out of range"),
     ("1 2 3 4 5 6 7 8", "Invalid cron expression '1 2 3 4 5 6 7 8': Exactly 5, 6 or 7 columns"),
+    ("0-70 * * * *", "Invalid cron expression '0-70 * * * *': 0-70 * * * * is out of bands"),
+    ("*/0 * * * *", "Invalid cron expression '*/0 * * * *': invalid range: range() arg 3 must not be zero"),
     ("2030-13-01", "Invalid timestamp '2030-13-01': month must be in 1..12"),
 ])
 def test_errors(text: str, message: str) -> None:
@@ -42,6 +44,9 @@ def test_errors(text: str, message: str) -> None:
     ("0 0 1 * 0", "2030-01-06T00:00:00+00:00"),  # day of month OR day of week (Sunday)
     ("0 0 29 2 *", "2032-02-29T00:00:00+00:00"),
     ("0 0 * * 7", "2030-01-06T00:00:00+00:00"),  # 7 is Sunday too
+    ("50-10/20 3 * * *", "2030-01-02T03:10:00+00:00"),  # a range wraps: 50, 10
+    ("0 0 * * 5-1", "2030-01-04T00:00:00+00:00"),  # Friday to Monday
+    ("* * * * * */20", "2030-01-01T12:30:20+00:00"),  # a sixth column holds the seconds
 ])
 def test_next_cron_run(expr: str, expected: str) -> None:
     assert CronExpression(expr).next_after(NOW).isoformat() == expected
