@@ -50,7 +50,14 @@ _IDS = (("job", re.compile(r"^[0-9a-f]{12}$")), ("api", re.compile(r"api_\d{6,12
         ("run", re.compile(r"run_[0-9a-f]{32}")), ("msg", re.compile(r"msg_[0-9a-f]{32}")))
 BAD_INPUT = "jobs bad input"
 SKILLS = {"testcat/alpha/SKILL.md": "---\nname: alpha-skill\ndescription: Does alpha things\n---\n# Alpha\n",
-          "beta/SKILL.md": "# Beta\n\nFirst body line of beta.\n"}
+          "beta/SKILL.md": "# Beta\n\nFirst body line of beta.\n",
+          "beta/references/inner/SKILL.md": "---\nname: not-a-skill\n---\n",
+          ".git/x/SKILL.md": "---\nname: hidden\n---\n",
+          "long/SKILL.md": "---\nname: long\n---\n" + "d" * 1100 + "\n",
+          "other-os/SKILL.md": "---\nname: win-only\nplatforms: [windows]\n---\nbody\n",
+          "bom/SKILL.md": "\ufeff---\nname: \"quoted: yes\"\ndescription: >-\n  folded\n  text\n---\n",
+          "cat2/deep/er/SKILL.md": "---\ndescription: nested two levels\n---\n",
+          "badname/SKILL.md": "---\nname: 5\n---\n"}
 
 
 @dataclass

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -43,33 +44,60 @@ MAX_SKILL_DESCRIPTION = 1024
 _PLATFORM = re.compile(r"[a-z0-9_]+")
 
 
-def _front_matter(text: str) -> tuple[dict[str, str], str]:
-    """`key: value` lines between leading `---` fences, and the body after them."""
+_FENCE_END = re.compile(r"\n---\s*\n")
+# Skill `platforms` names and the sys.platform prefix each stands for.
+_OS_NAMES = {"macos": "darwin", "linux": "linux", "windows": "win32"}
+
+
+def _front_matter(text: str) -> tuple[dict[str, Any], str]:
+    """The YAML between leading `---` fences (a BOM first is ignored), and the body after it.
+
+    Read with PyYAML when it is installed, else (and for YAML it refuses) as `key: value` lines.
+    """
+    text = text[1:] if text.startswith("\ufeff") else text
     if not text.startswith("---"):
         return {}, text
-    end = text.find("\n---", 3)
-    if end < 0:
+    fence = _FENCE_END.search(text[3:])
+    if not fence:
         return {}, text
-    fields: dict[str, str] = {}
-    for line in text[3:end].splitlines():
-        key, sep, value = line.partition(":")
-        if sep and key.strip() and not line.startswith((" ", "\t")):
-            fields[key.strip()] = value.strip().strip("'\"")
-    return fields, text[end + 4:]
+    header, body = text[3:fence.start() + 3], text[fence.end() + 3:]
+    try:
+        import yaml
+
+        parsed = yaml.safe_load(header)
+        return (parsed if isinstance(parsed, dict) else {}), body
+    except Exception:  # no PyYAML, or YAML it refuses: the simple reading, as Hermes falls back to
+        fields: dict[str, Any] = {}
+        for line in header.strip().split("\n"):
+            key, sep, value = line.partition(":")
+            if sep:
+                fields[key.strip()] = value.strip()
+        return fields, body
+
+
+def _for_this_os(platforms: Any) -> bool:
+    if not platforms:
+        return True
+    names = platforms if isinstance(platforms, list) else [platforms]
+    return any(sys.platform.startswith(_OS_NAMES.get(str(name).lower().strip(), str(name).lower().strip()))
+               for name in names)
 
 
 def _skill(path: Path, root: Path) -> dict[str, Any] | None:
+    """One skill's listing entry; None for a file Hermes would skip (unreadable, another OS, bad fields)."""
     try:
         fields, body = _front_matter(path.read_text(encoding="utf-8")[:4000])
-    except (OSError, UnicodeDecodeError):
+        if not _for_this_os(fields.get("platforms")):
+            return None
+        name = fields.get("name", path.parent.name)[:MAX_SKILL_NAME]
+        description = fields.get("description", "")
+        if not description:
+            description = next((line.strip() for line in body.strip().split("\n")
+                                if line.strip() and not line.strip().startswith("#")), "")
+        if len(description) > MAX_SKILL_DESCRIPTION:
+            description = description[:MAX_SKILL_DESCRIPTION - 3] + "..."
+    except (OSError, UnicodeDecodeError, TypeError, AttributeError):
         return None
-    name = (fields.get("name") or path.parent.name)[:MAX_SKILL_NAME]
-    description = fields.get("description", "")
-    if not description:
-        description = next((line.strip() for line in body.strip().split("\n")
-                            if line.strip() and not line.strip().startswith("#")), "")
-    if len(description) > MAX_SKILL_DESCRIPTION:
-        description = description[:MAX_SKILL_DESCRIPTION - 3] + "..."
     parts = path.relative_to(root).parts
     return {"name": name, "description": description, "category": parts[0] if len(parts) >= 3 else None}
 

@@ -24,6 +24,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
         "beta/references/inner/SKILL.md": "---\nname: not-a-skill\n---\n",
         ".git/x/SKILL.md": "---\nname: hidden\n---\n",
         "long/SKILL.md": "---\nname: long\n---\n" + "d" * 1100 + "\n",
+        "other-os/SKILL.md": "---\nname: mac-only\nplatforms: [windows]\n---\nbody\n",
+        "bom/SKILL.md": "\ufeff---\nname: \"quoted: yes\"\ndescription: >-\n  folded\n  text\n---\n",
     }
     for name, text in files.items():
         (home / "skills" / name).parent.mkdir(parents=True, exist_ok=True)
@@ -42,7 +44,8 @@ def test_skills(server: RunningServer) -> None:
     long = next(s for s in body["data"] if s["name"] == "long")
     assert len(long["description"]) == 1024 and long["description"].endswith("...")
     assert body["data"][-1] == {"name": "alpha-skill", "description": "Does alpha things", "category": "testcat"}
-    assert [s["name"] for s in body["data"]] == ["beta", "long", "alpha-skill"]
+    assert [s["name"] for s in body["data"]] == ["beta", "long", "quoted: yes", "alpha-skill"]
+    assert body["data"][2]["description"] == "folded text"  # front matter is YAML
     assert server.client.get("/v1/skills", headers={"Authorization": "Bearer x"}).status_code == 401
 
 
