@@ -21,10 +21,13 @@ from hermes_server.config import Settings
 from hermes_server.context import AppContext
 from hermes_server.domain.clock import Clock
 from hermes_server.domain.ids import IdSource
-from hermes_server.http.errors import HERMES_ERRORS
+from hermes_server.domain.quirks import Quirks
+from hermes_server.http.errors import HERMES_ERRORS, ErrorMap
+from hermes_server.http.deviations import deviation_rows
+from hermes_server.http.job_errors import job_error_rows
 from hermes_server.http.pipeline import Pipeline
 from hermes_server.http.routing import Route, Router
-from hermes_server.routes import chat, completions, discovery, sessions
+from hermes_server.routes import catalog, chat, completions, discovery, jobs, sessions
 from hermes_server.store.db import Database
 
 if TYPE_CHECKING:
@@ -34,7 +37,14 @@ if TYPE_CHECKING:
 
 def build_routes() -> list[Route]:
     """Every Hermes path this server serves, in upstream's order (discovery, sessions, chat)."""
-    return [*discovery.routes(), *sessions.routes(), *chat.routes(), *completions.routes()]
+    return [*discovery.routes(), *sessions.routes(), *chat.routes(), *completions.routes(),
+            *catalog.routes(), *jobs.routes()]
+
+
+def build_errors(quirks: Quirks) -> ErrorMap:
+    """The app's error table: the Hermes rows, the jobs rows, and for each documented deviation
+    hermes-server's answer or 0.19.0's, as `quirks` chooses (once, here)."""
+    return ErrorMap({**HERMES_ERRORS.handlers, **job_error_rows(quirks), **deviation_rows(quirks, HERMES_ERRORS)})
 
 
 @dataclass
@@ -73,19 +83,22 @@ class HermesApp:
                       write_retry_seconds=settings.write_retry_seconds)
         self.dialects = dialects = Dialects.build(settings)
         routes = build_routes() + dialects.routes
+        quirks = Quirks.upstream(settings.upstream_quirks)
+        errors = build_errors(quirks)
         start_fixture = self._start_fixture(settings, dialects.herm_store)
         control = None
         if settings.fixture_api:
             from hermes_server.testing.control import Control
 
             control = Control([route.name for route in routes], start_fixture, dialects.herm_store)
-            routes = control.wrap_routes(routes, HERMES_ERRORS, db, dialects.databases)
+            routes = control.wrap_routes(routes, errors, db, dialects.databases)
         self.context = AppContext(
             settings, db, build_agent(settings), Clock(settings.deterministic), IdSource(settings.deterministic),
             routes, hooks=control.hooks if control else NO_HOOKS, api_components=dialects.components,
+            quirks=quirks,
         )
         self.start_fixture = start_fixture
-        pipeline = Pipeline(settings, Router(routes), self.context, HERMES_ERRORS)
+        pipeline = Pipeline(settings, Router(routes), self.context, errors)
         self.http: ASGIApp = control.wrap_app(pipeline) if control else pipeline
 
     @staticmethod

@@ -64,6 +64,8 @@ class Settings:
     herm_run_key: str | None = None
     herm_run_allowance: int = 5
     herm_run_window_seconds: float = 60.0
+    # Answer as 0.19.0 does where docs/differences.md lists a deviation (serve --upstream-quirks).
+    upstream_quirks: bool = False
 
     @property
     def db_path(self) -> Path:

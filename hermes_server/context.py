@@ -19,6 +19,7 @@ from hermes_server.chat.tasks import TurnTasks
 from hermes_server.config import Settings
 from hermes_server.domain.clock import Clock
 from hermes_server.domain.ids import IdSource
+from hermes_server.domain.quirks import DEFAULT_QUIRKS, Quirks
 from hermes_server.store.db import Database
 
 if TYPE_CHECKING:
@@ -42,6 +43,8 @@ class AppContext:
     hooks: Hooks = NO_HOOKS
     # OpenAPI components (by section) the served dialects' operations name; none by default.
     api_components: dict[str, Any] = field(default_factory=dict)
+    # Which documented deviations from 0.19.0 are switched off (`--upstream-quirks`).
+    quirks: Quirks = DEFAULT_QUIRKS
     # Chat turns in flight; they outlive the request that started them.
     turns: TurnTasks = field(default_factory=TurnTasks)
     # /v1/chat/completions answers remembered by Idempotency-Key.

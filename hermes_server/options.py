@@ -193,6 +193,10 @@ SERVE_OPTIONS: tuple[Option, ...] = (
            group="herm.run", metavar="N"),
     Option("herm_run_window_seconds", "--herm-run-window", "HERMES_SERVER_HERM_RUN_WINDOW", 60.0, positive,
            "length of the fixed allowance window", group="herm.run", metavar="S", shown_default="60"),
+    Option("upstream_quirks", "--upstream-quirks", "HERMES_SERVER_UPSTREAM_QUIRKS", False, text,
+           "answer exactly as hermes-agent 0.19.0 does wherever docs/differences.md lists a deviation "
+           "(its text/plain 500s included), to see the failures real Hermes gives", group="test control",
+           switch=True),
 )
 
 GROUP_TITLES = {"chat": "chat", "request heads": "request heads", "test control": "test control",

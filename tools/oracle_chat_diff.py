@@ -17,13 +17,14 @@ every request of `build_steps()` to both, in the same order, and compares:
   the agent's own rewrite of `model` (`mock-model` after upstream's first turn);
 - streams event by event: names in order, every payload's keys in order and its
   normalised values. A run of `assistant.delta` events counts as one (how the
-  reply is cut is the agent's business), and upstream's agent-made `tool.progress`
-  `_thinking` events (its reasoning callback; the echo agent reports none) are
-  dropped and counted.
+  reply is cut is the agent's business); `tool.progress` `_thinking` events (each
+  model call's content, reported by both agents) are compared like any other event,
+  their text masked as the reply is, and counted.
 
 Persisted message roles are compared through the `/messages` steps. Declared
-deviations (D2 for `/messages` after a fork) are reported separately. Exit status 0
-only when there is no unexpected difference. Usage numbers are also compared raw,
+deviations (D2 for `/messages` after a fork) are reported separately; with
+`--upstream-quirks` (hermes-server started with that flag) they must be identical too.
+Exit status 0 only when there is no unexpected difference. Usage numbers are also compared raw,
 and the count of turns whose usage matched exactly is printed.
 """
 
@@ -45,9 +46,10 @@ from oracle_common import (
     js,
     mask_agent_value,
     print_differences,
+    rebased,
 )
 
-ORACLE_PORT, OURS_PORT = 18860, 18870
+ORACLE_PORT, OURS_PORT = rebased({"oracle": 18860, "ours": 18870}).values()
 SSE_HEADERS = ("content-type", "cache-control", "x-accel-buffering")
 ID_HEADERS = ("x-hermes-session-id", "x-hermes-session-key")
 TS_KEYS = {"started_at", "ended_at", "last_active", "timestamp", "ts"}
@@ -84,7 +86,7 @@ class Normaliser:
     def __init__(self, side: str) -> None:
         self.side = side
         self.ids: dict[str, str] = {}
-        self.dropped_progress = 0
+        self.thinking = 0
 
     def _id(self, kind: str, value: str) -> str:
         return self.ids.setdefault(value, f"<{kind}-{len(self.ids) + 1}>")
@@ -112,9 +114,8 @@ class Normaliser:
             name, data = name_line[len("event: "):], json.loads(data_line[len("data: "):])
             numbered += 1
             data["seq"] = "<seq>" if data.get("seq") == numbered else f"<out of order: {data.get('seq')}>"
-            if name == "tool.progress" and data.get("tool_name") == "_thinking" and self.side == "oracle":
-                self.dropped_progress += 1
-                continue
+            if name == "tool.progress" and data.get("tool_name") == "_thinking":
+                self.thinking += 1
             if name == "assistant.delta":
                 data["delta"] = "<delta>"
                 if out and out[-1][0] == "assistant.delta+":
@@ -250,10 +251,12 @@ def build_steps() -> list[Step]:
     return steps
 
 
-def compare(steps: list[Step], verbose: bool) -> int:
+def compare(steps: list[Step], verbose: bool, quirks: bool = False) -> int:
     norm = {"oracle": Normaliser("oracle"), "ours": Normaliser("ours")}
     same = unexpected = expected = usage_turns = usage_equal = 0
     for step in steps:
+        if quirks:  # every deviation switched off: nothing may differ
+            step.deviation = None
         theirs, ours = request(ORACLE_PORT, step), request(OURS_PORT, step)
         a, b = norm["oracle"](theirs), norm["ours"](ours)
         if raw_usage(theirs) is not None:
@@ -275,20 +278,21 @@ def compare(steps: list[Step], verbose: bool) -> int:
     total = len(steps)
     print(f"\n{total} requests: {same} identical after normalisation, {expected} expected "
           f"differences, {unexpected} unexpected differences; usage numbers equal in {usage_equal} of "
-          f"{usage_turns} turns; {norm['oracle'].dropped_progress} upstream `_thinking` tool.progress events dropped")
+          f"{usage_turns} turns; `_thinking` tool.progress events: {norm['oracle'].thinking} upstream, "
+          f"{norm['ours'].thinking} ours" + (" (--upstream-quirks)" if quirks else ""))
     return 0 if unexpected == 0 else 1
 
 
-def run(verbose: bool, keep: bool) -> int:
+def run(verbose: bool, keep: bool, quirks: bool) -> int:
     with Workbench("hs-oracle-chat-diff-", keep) as bench:
         bench.oracle("oracle", ORACLE_PORT)
-        bench.ours("ours", OURS_PORT)
-        return compare(build_steps(), verbose)
+        bench.ours("ours", OURS_PORT, extra=["--upstream-quirks"] if quirks else [])
+        return compare(build_steps(), verbose, quirks)
 
 
 def main() -> int:
     args = command_line(__doc__).parse_args()
-    return run(args.verbose, args.keep)
+    return run(args.verbose, args.keep, args.upstream_quirks)
 
 
 if __name__ == "__main__":

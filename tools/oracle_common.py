@@ -38,6 +38,16 @@ REPLY = re.compile(r"^(MOCK|ECHO)-REPLY to:")
 Body = bytes | Callable[[], Iterable[bytes]] | None
 
 
+def rebased(ports: dict[Any, int]) -> dict[Any, int]:
+    """A tool's fixed ports, moved so the lowest is HERMES_DIFF_PORT_BASE when that is set
+    (several people comparing at once each keep to their own port range)."""
+    base = os.environ.get("HERMES_DIFF_PORT_BASE", "").strip()
+    if not base:
+        return ports
+    shift = int(base) - min(ports.values())
+    return {name: port + shift for name, port in ports.items()}
+
+
 def js(value: Any) -> bytes:
     return json.dumps(value).encode()
 
@@ -47,6 +57,8 @@ def command_line(description: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--verbose", action="store_true", help="also list the identical answers")
     parser.add_argument("--keep", action="store_true", help="keep the temporary homes and logs")
+    parser.add_argument("--upstream-quirks", action="store_true",
+                        help="start hermes-server with --upstream-quirks and expect no deviation at all")
     return parser
 
 
@@ -115,10 +127,11 @@ def stop_oracle(home: Path) -> None:
     subprocess.run([str(ORACLE_DIR / "stop_upstream.sh"), str(home)], capture_output=True, timeout=60)
 
 
-def start_ours(home: Path, port: int, *, no_key: bool, log: Path) -> subprocess.Popen:
-    """hermes-server from this checkout, with KEY or `--no-auth`, once its /health answers."""
+def start_ours(home: Path, port: int, *, no_key: bool, log: Path, extra: Iterable[str] = ()) -> subprocess.Popen:
+    """hermes-server from this checkout, with KEY or `--no-auth` (and `extra` options), once /health answers."""
     args = [sys.executable, "-m", "hermes_server", "serve", "--home", str(home), "--port", str(port)]
     args += ["--no-auth"] if no_key else ["--api-key", KEY]
+    args += list(extra)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("API_SERVER_", "HERMES_"))}
     proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 30
@@ -170,10 +183,11 @@ class Workbench:
         start_oracle(home, port, no_key=no_key)
         return home
 
-    def ours(self, name: str, port: int, *, no_key: bool = False) -> Path:
+    def ours(self, name: str, port: int, *, no_key: bool = False, extra: Iterable[str] = ()) -> Path:
         """Start hermes-server on the home `name` (log `name`.log beside it); returns the home."""
         home = self.home(name)
-        self._stack.callback(stop_ours, start_ours(home, port, no_key=no_key, log=self.dir / f"{name}.log"))
+        self._stack.callback(stop_ours, start_ours(home, port, no_key=no_key, log=self.dir / f"{name}.log",
+                                                   extra=extra))
         return home
 
     def __exit__(self, *exc: object) -> None:

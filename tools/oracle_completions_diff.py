@@ -50,9 +50,11 @@ from oracle_common import (
     js,
     mask_agent_value,
     print_differences,
+    rebased,
 )
 
-PORTS = {("oracle", "key"): 19010, ("oracle", "nokey"): 19012, ("ours", "key"): 19020, ("ours", "nokey"): 19021}
+PORTS = rebased({("oracle", "key"): 19010, ("oracle", "nokey"): 19012, ("ours", "key"): 19020,
+                 ("ours", "nokey"): 19021})
 PATH = "/v1/chat/completions"
 HEADERS = ("content-type", "cache-control", "x-accel-buffering", "allow", "x-hermes-session-id",
            "x-hermes-session-key", "x-hermes-completed", "x-hermes-partial")
@@ -293,17 +295,22 @@ def compare(steps: list[Step], homes: dict[str, Path], verbose: bool) -> int:
     return 0 if unexpected == 0 else 1
 
 
-def run(verbose: bool, keep: bool) -> int:
+def run(verbose: bool, keep: bool, quirks: bool = False) -> int:
     with Workbench("hs-oracle-completions-diff-", keep) as bench:
         for pair in ("key", "nokey"):
             bench.oracle(f"oracle-{pair}", PORTS[("oracle", pair)], no_key=pair == "nokey")
-            bench.ours(f"ours-{pair}", PORTS[("ours", pair)], no_key=pair == "nokey")
-        return compare(build_steps(), {side: bench.home(f"{side}-key") for side in ("oracle", "ours")}, verbose)
+            bench.ours(f"ours-{pair}", PORTS[("ours", pair)], no_key=pair == "nokey",
+                       extra=["--upstream-quirks"] if quirks else [])
+        steps = build_steps()
+        if quirks:  # every deviation switched off: each step must be identical
+            for step in steps:
+                step.deviation = None
+        return compare(steps, {side: bench.home(f"{side}-key") for side in ("oracle", "ours")}, verbose)
 
 
 def main() -> int:
     args = command_line(__doc__).parse_args()
-    return run(args.verbose, args.keep)
+    return run(args.verbose, args.keep, args.upstream_quirks)
 
 
 if __name__ == "__main__":

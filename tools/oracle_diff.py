@@ -6,7 +6,10 @@ the whole conformance set reads top to bottom.
 
 Usage (from the repository root):
 
-    .venv/bin/python tools/oracle_diff.py [--verbose] [--keep]
+    .venv/bin/python tools/oracle_diff.py [--verbose] [--keep] [--upstream-quirks]
+
+With `--upstream-quirks` hermes-server runs with that flag and every case, the declared
+deviations included, must be identical. HERMES_DIFF_PORT_BASE moves the ports.
 
 It starts, on fresh temporary homes:
 - the oracle (`../shared/oracle/start_upstream.sh`) twice: with a key (port 18800,
@@ -34,6 +37,7 @@ unexpected difference.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import difflib
 import json
 import os
@@ -47,11 +51,11 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 from urllib.parse import quote
 
-from oracle_common import KEY, ORACLE_DIR, ORACLE_PY, SECURITY_HEADER, Workbench, command_line, exchange, js
+from oracle_common import KEY, ORACLE_DIR, ORACLE_PY, SECURITY_HEADER, Workbench, command_line, exchange, js, rebased
 
 # Three pairs of servers: with the key, without any key, and over a state.db that cannot be opened.
-PORTS = {("oracle", "key"): 18800, ("oracle", "nokey"): 18802, ("oracle", "broken"): 18804,
-         ("ours", "key"): 18810, ("ours", "nokey"): 18811, ("ours", "broken"): 18812}
+PORTS = rebased({("oracle", "key"): 18800, ("oracle", "nokey"): 18802, ("oracle", "broken"): 18804,
+                 ("ours", "key"): 18810, ("ours", "nokey"): 18811, ("ours", "broken"): 18812})
 LIMIT = 10_000_000
 TIMESTAMP_KEYS = ("started_at", "ended_at", "last_active", "timestamp", "created")
 _TS_RE = re.compile(r'"(' + "|".join(TIMESTAMP_KEYS) + r')": -?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?')
@@ -554,7 +558,7 @@ def explain(a: tuple[Any, ...], b: tuple[Any, ...]) -> str:
     return "\n".join("  " + line for line in text[:60])
 
 
-def run(verbose: bool, keep: bool) -> int:
+def run(verbose: bool, keep: bool, quirks: bool = False) -> int:
     with Workbench("hs-oracle-diff-", keep) as bench:
         homes: dict[tuple[str, str], Path] = {}
         for (side, pair), port in PORTS.items():
@@ -562,16 +566,22 @@ def run(verbose: bool, keep: bool) -> int:
             if pair == "broken":
                 # A directory where state.db should be: SQLite cannot open it, on either side.
                 (bench.home(name) / "state.db").mkdir(parents=True)
-            start = bench.oracle if side == "oracle" else bench.ours
-            homes[side, pair] = start(name, port, no_key=pair == "nokey")
+            if side == "oracle":
+                homes[side, pair] = bench.oracle(name, port, no_key=pair == "nokey")
+            else:
+                homes[side, pair] = bench.ours(name, port, no_key=pair == "nokey",
+                                               extra=["--upstream-quirks"] if quirks else [])
         # Let each server create its state.db, then seed both the same way.
         for side in ("oracle", "ours"):
             send(PORTS[side, "key"], Case("init", "GET", "/api/sessions"), KEY)
             seed(homes[side, "key"])
-        return compare(build_cases(), verbose)
+        cases = build_cases()
+        if quirks:  # every deviation switched off: each case must be identical
+            cases = [dataclasses.replace(case, deviation=None, ours=None) for case in cases]
+        return compare(cases, verbose, quirks)
 
 
-def compare(cases: Iterable[Case], verbose: bool) -> int:
+def compare(cases: Iterable[Case], verbose: bool, quirks: bool = False) -> int:
     norm = {"oracle": Normaliser(), "ours": Normaliser()}
     same = expected = unexpected = declared_wrong = unexercised = 0
     per_deviation: dict[str, int] = {}
@@ -582,8 +592,10 @@ def compare(cases: Iterable[Case], verbose: bool) -> int:
         theirs = send(PORTS["oracle", case.pair], case, key)
         ours = send(PORTS["ours", case.pair], case, key)
         a, b = norm["oracle"](theirs), norm["ours"](ours)
-        for undo in case.oracle_cleanup:
-            send(PORTS["oracle", case.pair], undo, key)
+        # What only the oracle accepted is undone there; with --upstream-quirks ours accepted it too.
+        for side in ("oracle", "ours") if quirks else ("oracle",):
+            for undo in case.oracle_cleanup:
+                send(PORTS[side, case.pair], undo, key)
         if case.deviation is None:
             if a == b:
                 same += 1
@@ -620,7 +632,7 @@ def main() -> int:
     if args.seed_extra:
         seed_extra(Path(args.seed_extra))
         return 0
-    return run(args.verbose, args.keep)
+    return run(args.verbose, args.keep, args.upstream_quirks)
 
 
 if __name__ == "__main__":

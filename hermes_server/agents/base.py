@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, AsyncIterator, Literal, Protocol
 
 from hermes_server.domain.content import UserMessage
+from hermes_server.domain.thinking import thinking_text
 from hermes_server.domain.usage import Usage
 
 # The system prompt a turn starts from. It is what the session row's
@@ -56,16 +57,19 @@ class ToolEvent:
     call_id: str | None = None
 
 
-# How much of the reasoning text a `Progress` event carries (the stream shows a preview).
-REASONING_PREVIEW = 500
-
-
 @dataclass(frozen=True)
 class Progress:
-    """Reasoning made available mid-turn (streamed as `tool.progress` of the `_thinking` tool,
-    as upstream streams its agent's reasoning)."""
+    """A model call of the turn ended with text (`domain/thinking.py` says which): the session
+    stream shows it as `tool.progress` of the `_thinking` tool, a run as `reasoning.available`.
+    Agents yield one after each such call's deltas and before its tool events."""
 
     text: str
+
+
+def thinking(content: str | None) -> list[Progress]:
+    """The Progress event a model call with `content` yields: none, or one."""
+    text = thinking_text(content)
+    return [Progress(text)] if text else []
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@ The reply is a pure function of the user text and the history length, so a
 connector test can assert it: `ECHO-REPLY to: <text> [n=<history + 1>]`, where
 the text has its whitespace collapsed and is cut at 200 characters, and `n`
 counts the messages the model would see besides the system prompt (the
-oracle's mock model uses the same shape). Streamed word by word.
+oracle's mock model uses the same shape). Streamed word by word, then reported as the
+turn's one `_thinking` progress, as upstream's agent reports the content of its model call.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from hermes_server.agents.base import (
     TurnResult,
     assistant_message,
     estimated_usage,
+    thinking,
     word_deltas,
 )
 from hermes_server.domain.content import message_text
@@ -41,6 +43,8 @@ class EchoAgent:
         reply = echo_reply(turn)
         for piece in word_deltas(reply):
             yield Delta(piece)
+        for event in thinking(reply):
+            yield event
         yield TurnResult(reply, estimated_usage(len(turn.history), reply), [assistant_message(reply)])
 
     async def aclose(self) -> None:

@@ -18,15 +18,14 @@ from typing import Any, AsyncIterator
 import httpx
 
 from hermes_server.agents.base import (
-    REASONING_PREVIEW,
     SYSTEM_PROMPT,
     AgentError,
     AgentEvent,
     Delta,
-    Progress,
     TurnRequest,
     TurnResult,
     assistant_message,
+    thinking,
 )
 from hermes_server.domain.usage import Usage
 
@@ -134,9 +133,9 @@ class OpenAIAgent:
                 if isinstance(thought, str):
                     reasoning.append(thought)
                 finish = choice.get("finish_reason") or finish
-        if reasoning:
-            yield Progress("".join(reasoning)[:REASONING_PREVIEW])
         reply = "".join(text)
+        for event in thinking(reply):  # the call's content, as upstream reports it (not the reasoning)
+            yield event
         message = assistant_message(reply, finish)
         if reasoning:
             message["reasoning"] = "".join(reasoning)

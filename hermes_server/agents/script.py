@@ -9,7 +9,7 @@ is re-read on every turn, so a test may rewrite it between turns. Format:
        "steps": [                             # optional, run in order
          {"delta": "Hel"},                    # streamed reply text
          {"sleep": 1.5},                      # pause (seconds)
-         {"reasoning": "thinking"},           # a tool.progress event (`_thinking`)
+         {"reasoning": "thinking"},           # model reasoning: stored on the reply, no event
          {"tool": "search", "args": {"q": "x"}, "preview": "search x",
           "result": "3 hits", "failed": false},  # tool.started then tool.completed/failed,
                                               # persisted as an assistant tool call + tool row
@@ -33,16 +33,15 @@ from pathlib import Path
 from typing import Any, AsyncIterator
 
 from hermes_server.agents.base import (
-    REASONING_PREVIEW,
     AgentError,
     AgentEvent,
     Delta,
-    Progress,
     ToolEvent,
     TurnRequest,
     TurnResult,
     assistant_message,
     estimated_usage,
+    thinking,
     word_deltas,
 )
 from hermes_server.domain.usage import Usage
@@ -156,17 +155,24 @@ class ScriptAgent:
         scripted = self._pick(turn)
         messages: list[dict[str, Any]] = []
         streamed: list[str] = []
+        # Text streamed since the last tool step: the content of that step's model call.
+        call_text: list[str] = []
+        reasoning: list[str] = []
         for step in scripted.steps:
             if "delta" in step:
                 streamed.append(step["delta"])
+                call_text.append(step["delta"])
                 yield Delta(step["delta"])
             elif "sleep" in step:
                 await asyncio.sleep(step["sleep"])
             elif "reasoning" in step:
-                yield Progress(step["reasoning"][:REASONING_PREVIEW])
+                reasoning.append(step["reasoning"])
             elif "fail" in step:
                 raise AgentError(step["fail"])
             else:
+                for event in thinking("".join(call_text)):
+                    yield event
+                call_text = []
                 call_id = f"call_{len(messages) // 2 + 1}"
                 yield ToolEvent("started", step["tool"], step.get("preview"), step.get("args", {}), call_id)
                 messages += _tool_messages(step, call_id)
@@ -175,8 +181,13 @@ class ScriptAgent:
         if not streamed and reply:
             for piece in word_deltas(reply):
                 yield Delta(piece)
+        for event in thinking(reply):  # the final model call's content is the reply
+            yield event
         usage = Usage(**scripted.usage) if scripted.usage else estimated_usage(len(turn.history), reply)
-        yield TurnResult(reply, usage, messages + [assistant_message(reply)])
+        final = assistant_message(reply)
+        if reasoning:
+            final["reasoning"] = "".join(reasoning)
+        yield TurnResult(reply, usage, messages + [final])
 
     async def aclose(self) -> None:
         return None

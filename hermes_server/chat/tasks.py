@@ -22,6 +22,8 @@ class TurnTasks:
 
     def __init__(self) -> None:
         self.running: set[asyncio.Task[Any]] = set()
+        # Turns started since the process began (/v1/toolsets changes after the first).
+        self.started = 0
 
     def __len__(self) -> int:
         return len(self.running)
@@ -29,6 +31,7 @@ class TurnTasks:
     def spawn(self, turn: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Run a chat turn in a task that outlives the request that started it."""
         task = asyncio.get_running_loop().create_task(turn)
+        self.started += 1
         self.running.add(task)
         task.add_done_callback(self.running.discard)
         return task

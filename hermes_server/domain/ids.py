@@ -59,6 +59,12 @@ class IdSource:
             return None
         return lambda: self._hex8()[:6]
 
+    def job_id(self) -> str:
+        """A cron job id: 12 hex digits, as upstream cuts from a uuid4."""
+        if self._rng is None:
+            return uuid.uuid4().hex[:12]
+        return f"{self._rng.getrandbits(48):012x}"
+
 
 def requested_id(body: dict[str, Any]) -> str | None:
     """The client's id choice: truthy `id`, else truthy `session_id`, as `str()` trimmed.
@@ -89,16 +95,17 @@ def has_control_character(session_id: str) -> bool:
     return any(unicodedata.category(ch) == "Cc" for ch in session_id)
 
 
-def create_id_error(session_id: str) -> str | None:
+def create_id_error(session_id: str, lax: bool = False) -> str | None:
     """The create-route rejection message for `session_id`, or None when acceptable.
 
     Order matters: the path/character check precedes the length check, so
-    `".." + 257 * "x"` is "Invalid session ID", not "too long".
+    `".." + 257 * "x"` is "Invalid session ID", not "too long". `lax` is 0.19.0's rule
+    (D3 off): of the control characters only CR, LF and NUL are refused.
     """
     if (
         not session_id
         or has_lone_surrogate(session_id)
-        or has_control_character(session_id)
+        or (has_cr_lf_nul(session_id) if lax else has_control_character(session_id))
         or is_path_unsafe(session_id)
     ):
         return "Invalid session ID"

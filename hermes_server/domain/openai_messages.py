@@ -57,12 +57,15 @@ class MessagesError(ValueError):
     `param` and `code`.
     """
 
-    def __init__(self, message: str, code: str | None = None, param: str | None = None, *, bare: bool = False) -> None:
+    def __init__(self, message: str, code: str | None = None, param: str | None = None, *, bare: bool = False,
+                 upstream_crashes: bool = False) -> None:
         super().__init__(message)
         self.message = message
         self.code = code
         self.param = param
         self.bare = bare
+        # D6: 0.19.0 answers this input with its bare 500 (kept under --upstream-quirks).
+        self.upstream_crashes = upstream_crashes
 
 
 @dataclass(frozen=True)
@@ -132,7 +135,7 @@ def _role(message: dict[str, Any], index: int) -> Any:
         hash(role)
     except TypeError:
         # 0.19.0 crashes testing an unhashable role against its role set (D6).
-        raise MessagesError("Invalid message role", param=f"messages[{index}].role") from None
+        raise MessagesError("Invalid message role", param=f"messages[{index}].role", upstream_crashes=True) from None
     return role
 
 
@@ -149,7 +152,7 @@ def parse_messages(body: dict[str, Any]) -> Conversation:
     turns: list[dict[str, Any]] = []
     for index, message in enumerate(messages):
         if not isinstance(message, dict):
-            raise MessagesError("Each message must be an object", param=f"messages[{index}]")
+            raise MessagesError("Each message must be an object", param=f"messages[{index}]", upstream_crashes=True)
         role = _role(message, index)
         raw = message.get("content", "")
         if role == "system":

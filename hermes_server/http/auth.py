@@ -6,6 +6,7 @@ import hmac
 
 from starlette.requests import Request
 
+from hermes_server.domain.quirks import Deviation
 from hermes_server.http.errors import ApiError, unauthorized
 
 MAX_SESSION_KEY_LENGTH = 256
@@ -37,7 +38,7 @@ def check_bearer(request: Request, api_key: str | None) -> None:
     try:
         header = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise unauthorized() from None
+        raise Deviation("undecodable_bearer_500", unauthorized()) from None
     if header.startswith("Bearer "):
         token = header[7:].strip()
         if hmac.compare_digest(token.encode("utf-8", "surrogatepass"), api_key.encode("utf-8")):

@@ -13,14 +13,16 @@ request is over, and nobody is left to answer.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 from starlette.requests import ClientDisconnect, Request
 
+from hermes_server.domain.quirks import Deviation
 from hermes_server.http.errors import body_too_large, invalid_json, not_an_object
 
 
-def _charset(request: Request) -> str:
+def charset(request: Request) -> str:
+    """The Content-Type's charset, else UTF-8 (how aiohttp decodes a body as text)."""
     content_type = request.headers.get("content-type", "")
     for part in content_type.split(";")[1:]:
         key, _, value = part.strip().partition("=")
@@ -40,21 +42,22 @@ async def read_body(request: Request, limit: int) -> bytes:
     try:
         async for chunk in request.stream():
             size += len(chunk)
-            if size > limit:
-                raise body_too_large()
+            if size > limit:  # D4 (a Content-Length over the limit never gets this far)
+                raise Deviation("chunked_over_limit_400", body_too_large(), "invalid_json")
             chunks.append(chunk)
     except ClientDisconnect:
         raise ClientLeft() from None
     return b"".join(chunks)
 
 
-async def read_json_object(request: Request, limit: int) -> dict[str, Any]:
-    """The body as a JSON object, or the 400/413 upstream's handlers give."""
+async def read_json_object(request: Request, limit: int,
+                           non_object: Callable[[], Exception] = not_an_object) -> dict[str, Any]:
+    """The body as a JSON object, or the 400/413 upstream's handlers give (`non_object` when it is not one)."""
     raw = await read_body(request, limit)
     try:
-        payload = json.loads(raw.decode(_charset(request)))
+        payload = json.loads(raw.decode(charset(request)))
     except Exception:  # any decode/parse failure, RecursionError included, is "Invalid JSON"
         raise invalid_json() from None
     if not isinstance(payload, dict):
-        raise not_an_object()
+        raise non_object()
     return payload

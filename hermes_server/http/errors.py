@@ -25,6 +25,7 @@ from hermes_server.domain.errors import (
     TitleConflict,
 )
 from hermes_server.domain.openai_messages import MessagesError
+from hermes_server.domain.quirks import Deviation
 from hermes_server.domain.redact import redact
 from hermes_server.domain.titles import TitleTooLong
 from hermes_server.http.responses import HermesJSONResponse
@@ -132,9 +133,9 @@ def invalid_title(message: str) -> ApiError:
     return ApiError(400, message, "invalid_title")
 
 
-def invalid_field(param: str, message: str) -> ApiError:
+def invalid_field(param: str, message: str) -> Deviation:
     """D6: input upstream answers with a bare 500 gets a 400 naming the field."""
-    return ApiError(400, message, None, param)
+    return Deviation("bad_input_500", ApiError(400, message, None, param))
 
 
 def server_error(message: str = "Internal server error") -> ApiError:

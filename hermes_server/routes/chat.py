@@ -154,7 +154,7 @@ def routes() -> list[Route]:
         Route("session_chat_stream", "/api/sessions/{session_id}/chat/stream", {"POST": session_chat_stream}, {
             "POST": Operation("Run one agent turn on the session, streamed as server-sent events",
                               {200: "ChatStream", 403: "Forbidden", **BODY_ERRORS, **SESSION_ERRORS},
-                              "session_chat_stream", ("session_chat_streaming", *CHAT_HEADER_FEATURES),
+                              "session_chat_stream", ("session_chat_streaming", "tool_progress_events", *CHAT_HEADER_FEATURES),
                               body="ChatRequest", headers=("X-Hermes-Session-Key",)),
         }),
     ]

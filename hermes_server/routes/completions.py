@@ -38,10 +38,11 @@ from hermes_server.domain.openai_messages import (
     request_bool,
     request_fingerprint,
 )
+from hermes_server.domain.quirks import Deviation
 from hermes_server.domain.redact import redact
 from hermes_server.http.auth import check_bearer, raw_header, session_key
 from hermes_server.http.body import read_json_object
-from hermes_server.http.errors import ApiError
+from hermes_server.http.errors import ApiError, not_an_object
 from hermes_server.domain.usage import Usage
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Operation, Route
@@ -84,7 +85,9 @@ def _continuation(request: Request, api_key: str | None) -> str | None:
 async def _validated(request: Request, ctx: AppContext) -> CompletionRequest:
     settings = ctx.settings
     check_bearer(request, settings.api_key)
-    body = await read_json_object(request, settings.max_request_bytes)
+    # D6: 0.19.0 crashes on a body that is not an object here (the session routes refuse it).
+    body = await read_json_object(request, settings.max_request_bytes,
+                                  lambda: Deviation("bad_input_500", not_an_object()))
     conversation = parse_messages(body)
     key = session_key(request, settings.api_key)
     continued = _continuation(request, settings.api_key)

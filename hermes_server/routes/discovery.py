@@ -65,13 +65,15 @@ ENDPOINT_ORDER = (
     "session_chat", "session_chat_stream",
 )
 
+# 0.19.0's runtime block, word for word: clients compare it, and hermes-server, like the
+# server it stands in for, runs the agent (and any tool) inside the server process.
 RUNTIME = {
     "mode": "server_agent",
     "tool_execution": "server",
     "split_runtime": False,
     "description": (
-        "hermes-server runs its configured agent inside the server process (by default an "
-        "offline, deterministic one); no tool is executed on the client."
+        "The API server creates a server-side Hermes AIAgent; tools execute on the API-server host "
+        "unless a future explicit split-runtime mode is enabled."
     ),
 }
 

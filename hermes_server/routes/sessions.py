@@ -11,7 +11,8 @@ from hermes_server.context import AppContext
 from hermes_server.domain.ids import create_id_error, fork_id_error, requested_id
 from hermes_server.domain.params import ListQuery
 from hermes_server.domain.projection import message_projection, session_projection
-from hermes_server.domain.titles import has_lone_surrogate, sanitize_title
+from hermes_server.domain.quirks import Deviation
+from hermes_server.domain.titles import TitleTooLong, has_lone_surrogate, sanitize_title
 from hermes_server.http.auth import check_bearer
 from hermes_server.http.body import read_json_object
 from hermes_server.http.errors import (
@@ -22,7 +23,7 @@ from hermes_server.http.errors import (
     session_not_found,
 )
 from hermes_server.http.responses import HermesJSONResponse
-from hermes_server.domain.errors import StorageFault
+from hermes_server.domain.errors import SessionGone, StorageFault
 from hermes_server.http.routing import Operation, Route
 from hermes_server.openapi.schemas import BODY_ERRORS, SESSION_ERRORS, STORE_ERRORS
 from hermes_server.routes.common import existing_session, first_query_values
@@ -39,6 +40,12 @@ _FORK_WRITTEN = {
 
 def _session_body(row: dict[str, Any], status: int = 200) -> Response:
     return HermesJSONResponse({"object": "hermes.session", "session": session_projection(row)}, status)
+
+
+def refuse_id(session_id: str, problem: str) -> Exception:
+    """The 400 for an id create or fork refuses; D6 when 0.19.0 would crash on it (a lone surrogate)."""
+    error = invalid_session_id(problem)
+    return Deviation("bad_input_500", error) if has_lone_surrogate(session_id) else error
 
 
 def storable_text(value: str, field: str) -> str:
@@ -70,9 +77,9 @@ async def create_session(request: Request, ctx: AppContext) -> Response:
     await ctx.db.ensure_open()
     chosen = requested_id(body)
     session_id = chosen if chosen is not None else ctx.ids.session_id(ctx.now())
-    problem = create_id_error(session_id)
+    problem = create_id_error(session_id, lax=ctx.quirks.lax_create_ids)
     if problem:
-        raise invalid_session_id(problem)
+        raise refuse_id(session_id, problem)
     model = body.get("model") or ctx.settings.model_name
     system_prompt = body.get("system_prompt")
     if system_prompt is not None and not isinstance(system_prompt, str):
@@ -80,14 +87,17 @@ async def create_session(request: Request, ctx: AppContext) -> Response:
     if system_prompt is not None:
         storable_text(system_prompt, "system_prompt")
     title = body.get("title")
-    row = await ctx.db.write(
-        sessions.create_session,
-        session_id,
-        model=storable_text(str(model), "model"),
-        system_prompt=system_prompt,
-        title=None if title is None else str(title),
-        now=ctx.now(),
-    )
+    try:
+        row = await ctx.db.write(
+            sessions.create_session,
+            session_id,
+            model=storable_text(str(model), "model"),
+            system_prompt=system_prompt,
+            title=None if title is None else str(title),
+            now=ctx.now(),
+        )
+    except TitleTooLong as exc:  # D1: 0.19.0 crashes here (PATCH and fork refuse it as we do)
+        raise Deviation("title_too_long_500", exc) from None
     return _session_body(row, 201)
 
 
@@ -133,7 +143,7 @@ async def list_messages(request: Request, ctx: AppContext) -> Response:
     check_bearer(request, ctx.settings.api_key)
     session_id = request.path_params["session_id"]
     await ctx.db.ensure_open()
-    transcript = await ctx.db.read(messages.resolved_transcript, session_id)
+    transcript = await ctx.db.read(messages.resolved_transcript, session_id, ctx.quirks.fork_takes_over_messages)
     if transcript is None:
         raise session_not_found(session_id)
     target, rows = transcript
@@ -154,7 +164,7 @@ async def fork_session(request: Request, ctx: AppContext) -> Response:
     fork_id = chosen if chosen is not None else ctx.ids.session_id(ctx.now())
     problem = fork_id_error(fork_id)
     if problem:
-        raise invalid_session_id(problem)
+        raise refuse_id(fork_id, problem)
     if await ctx.db.read(sessions.session_exists, fork_id):
         raise session_exists(fork_id)
 
@@ -170,7 +180,10 @@ async def fork_session(request: Request, ctx: AppContext) -> Response:
 
     try:
         await step(sessions.end_session, source_id, "branched", ctx.now())
-        await step(sessions.create_fork_child, fork_id, source, ctx.now())
+        try:
+            await step(sessions.create_fork_child, fork_id, source, ctx.now())
+        except SessionGone as exc:  # the source was deleted meanwhile: 0.19.0 crashes on the foreign key (D6)
+            raise Deviation("bad_input_500", exc) from None
         await step(messages.copy_active_messages, source_id, fork_id)
         title = body.get("title")
         if title is None:

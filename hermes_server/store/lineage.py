@@ -62,6 +62,29 @@ def resolve_messages_target(conn: sqlite3.Connection, session_id: str) -> str:
     return compression_tip(conn, session_id)
 
 
+_NEWEST_UNTAGGED_CHILD = f"""
+    SELECT c.id FROM sessions c WHERE c.parent_session_id = ? AND {CONTINUATION_ELIGIBLE}
+    ORDER BY c.started_at DESC, c.id DESC LIMIT 1
+"""
+MAX_RESUME_HOPS = 32
+
+
+def upstream_messages_target(conn: sqlite3.Connection, session_id: str) -> str:
+    """0.19.0's `/messages` resolution (D2 off): the compression tip, then down the newest
+    untagged child of any kind, to the deepest node that has messages (32 hops at most)."""
+    start = compression_tip(conn, session_id)
+    current, seen, best = start, {start}, None
+    for _ in range(MAX_RESUME_HOPS):
+        if conn.execute("SELECT 1 FROM messages WHERE session_id = ? LIMIT 1", (current,)).fetchone():
+            best = current
+        row = conn.execute(_NEWEST_UNTAGGED_CHILD, (current,)).fetchone()
+        if row is None or not row[0] or row[0] in seen:
+            break
+        current = row[0]
+        seen.add(current)
+    return best if best is not None else start
+
+
 def is_compression_ancestor(conn: sqlite3.Connection, ancestor_id: str, descendant_id: str) -> bool:
     """True when `ancestor_id` is reached by walking up edges whose parent ended `compression`."""
     if ancestor_id == descendant_id:

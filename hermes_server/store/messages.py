@@ -34,14 +34,17 @@ def active_messages(conn: sqlite3.Connection, session_id: str) -> list[dict[str,
 
 
 @loop_read
-def resolved_transcript(conn: sqlite3.Connection, session_id: str) -> tuple[str, list[dict[str, Any]]] | None:
+def resolved_transcript(conn: sqlite3.Connection, session_id: str,
+                        fork_takes_over: bool = False) -> tuple[str, list[dict[str, Any]]] | None:
     """GET /messages in one read snapshot: the 404 check, the compression resolution and the rows.
 
     None when the exact id is absent; else the resolved id and its active messages.
+    `fork_takes_over` is 0.19.0's resolution (D2 off).
     """
     if not session_exists(conn, session_id):
         return None
-    target = lineage.resolve_messages_target(conn, session_id)
+    resolve = lineage.upstream_messages_target if fork_takes_over else lineage.resolve_messages_target
+    target = resolve(conn, session_id)
     return target, active_messages(conn, target)
 
 

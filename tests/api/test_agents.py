@@ -129,11 +129,12 @@ def test_openai_turns_stream_and_map_usage(openai_server: RunningServer, fake: F
         ("user", None), ("assistant", "stop"), ("user", None), ("assistant", "stop")]
 
 
-def test_openai_reasoning_becomes_progress(openai_server: RunningServer) -> None:
+def test_openai_content_not_reasoning_becomes_thinking_progress(openai_server: RunningServer) -> None:
+    # As upstream: `_thinking` carries the model call's content; its reasoning is only stored.
     create(openai_server, "T")
     _, frames = stream_chat(openai_server.client, "T", {"message": "think first"})
     progress = [d for name, d in events(frames) if name == "tool.progress"]
-    assert [(p["tool_name"], p["delta"]) for p in progress] == [("_thinking", "Let me think.")]
+    assert [(p["tool_name"], p["delta"]) for p in progress] == [("_thinking", "FAKE: think first")]
     assert openai_server.client.get("/api/sessions/T/messages").json()["data"][1]["reasoning"] == "Let me think."
 
 

@@ -73,7 +73,7 @@ def test_documented_operations_reach_their_handlers(server: RunningServer, docum
     """No documented operation is answered by the router's own 404 or 405."""
     for path, item in document["paths"].items():
         for method in item:
-            response = server.client.request(method.upper(), path.replace("{session_id}", "__absent__"), json={})
+            response = server.client.request(method.upper(), re.sub(r"\{[^}]+\}", "__absent__", path), json={})
             assert not response.headers["content-type"].startswith("text/plain"), (method, path)
 
 
@@ -107,6 +107,9 @@ def test_schemathesis_finds_no_5xx_and_no_schema_violation(server: RunningServer
         # Every check except positive_data_acceptance: whether a well-formed request succeeds
         # depends on state (titles in use, ids taken) that no schema can express.
         "--checks", "all", "--exclude-checks", "positive_data_acceptance",
+        # Its answer is a constant 503 by design (no platform adapter exists without a gateway),
+        # which the server-error check would flag; tests/api/test_catalog.py covers it.
+        "--exclude-path", "/api/platforms/{platform}/events",
         "--max-examples", str(MAX_EXAMPLES), "--seed", str(SEED), "--workers", "1",
         # No --max-time: with it, fuzzing and stateful phases repeat until the budget is spent.
         "--generation-database", "none", "--request-timeout", "10",
@@ -117,14 +120,17 @@ def test_schemathesis_finds_no_5xx_and_no_schema_violation(server: RunningServer
     assert run.returncode == 0, summary
     result = json.loads(report.read_text())
     assert result["failures"] == [] and result["errors"] == [], summary
-    # schemathesis leaves out the operation that serves the document it is reading.
-    assert result["operations"]["tested"] == result["operations"]["total"] == sum(
-        len(route.methods) for route in build_routes()) - 1
+    # schemathesis leaves out the operation that serves the document it is reading, and the
+    # platform-events one is excluded above.
+    served = sum(len(route.methods) for route in build_routes())
+    assert result["operations"]["total"] == served - 1
+    assert result["operations"]["tested"] == served - 2
     cases = result["test_cases"]
     assert cases["with_failures"] == 0 and cases["errored"] == 0
     assert cases["generated"] >= 300, summary
     assert all(phase["status"] == "success" for phase in result["phases"].values()), result["phases"]
     # The access log agrees: no request was answered with a 5xx.
-    statuses = re.findall(r"hermes_server\.access: \S+ \S+ (\d{3}) ", server.log())
-    assert len(statuses) >= cases["generated"]
-    assert not [status for status in statuses if status.startswith("5")]
+    answers = re.findall(r"hermes_server\.access: \S+ (\S+) (\d{3}) ", server.log())
+    assert len(answers) >= cases["generated"]
+    assert not [(route, status) for route, status in answers
+                if status.startswith("5") and route != "/api/platforms/{platform}/events"]

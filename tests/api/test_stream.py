@@ -98,7 +98,7 @@ def test_stream_order_headers_and_payloads(scripted: RunningServer) -> None:  # 
     evs = events(frames)
     assert [name for name, _ in evs] == [
         "run.started", "message.started", "assistant.delta", "assistant.delta", "tool.progress",
-        "tool.started", "tool.completed", "tool.started", "tool.failed", "assistant.completed",
+        "tool.started", "tool.completed", "tool.started", "tool.failed", "tool.progress", "assistant.completed",
         "run.completed", "done"]
     data = [d for _, d in evs]
     message_id = data[1]["message"]["id"]
@@ -106,23 +106,26 @@ def test_stream_order_headers_and_payloads(scripted: RunningServer) -> None:  # 
     assert data[0]["user_message"] == {"role": "user", "content": "tools héllo ☃"}
     assert data[1]["message"] == {"id": message_id, "role": "assistant"}
     assert [d["delta"] for d in data[2:4]] == ["Hel", "lo"]  # the empty delta is dropped
-    assert (data[4]["tool_name"], data[4]["delta"]) == ("_thinking", "pondering")
+    # `_thinking` carries each model call's content (the text before the first tool, then the
+    # final reply), never the model's reasoning ("pondering"), as upstream's agent reports it.
+    assert (data[4]["tool_name"], data[4]["delta"]) == ("_thinking", "Hello")
+    assert (data[9]["tool_name"], data[9]["delta"]) == ("_thinking", "Hello")
     assert (data[5]["tool_name"], data[5]["preview"], data[5]["args"]) == ("search", "search x", {"q": "x"})
     assert (data[6]["tool_name"], data[6]["preview"], data[6]["args"]) == ("search", None, None)
     assert data[8]["tool_name"] == "fetch"
-    assert {d["message_id"] for d in data[2:11]} == {message_id}
-    assert data[9] | {"run_id": 0, "seq": 0, "ts": 0} == {
+    assert {d["message_id"] for d in data[2:12]} == {message_id}
+    assert data[10] | {"run_id": 0, "seq": 0, "ts": 0} == {
         "session_id": "S", "message_id": message_id, "content": "Hello", "completed": True, "partial": False,
         "interrupted": False, "run_id": 0, "seq": 0, "ts": 0}
-    assert data[10]["usage"] == {"input_tokens": 30, "output_tokens": 2, "total_tokens": 32}
+    assert data[11]["usage"] == {"input_tokens": 30, "output_tokens": 2, "total_tokens": 32}
     call = {"id": "call_1", "type": "function", "function": {"name": "search", "arguments": '{"q": "x"}'}}
-    assert data[10]["messages"] == [
+    assert data[11]["messages"] == [
         {"role": "assistant", "content": None, "tool_calls": [call], "finish_reason": "tool_calls"},
         {"role": "tool", "content": "3 hits", "tool_call_id": "call_1", "tool_name": "search"},
         {"role": "assistant", "content": None, "tool_calls": [{**call, "id": "call_2", "function": {
             "name": "fetch", "arguments": "{}"}}], "finish_reason": "tool_calls"},
         {"role": "tool", "content": "timeout", "tool_call_id": "call_2", "tool_name": "fetch"},
-        {"role": "assistant", "content": "Hello", "finish_reason": "stop", "reasoning": None},
+        {"role": "assistant", "content": "Hello", "finish_reason": "stop", "reasoning": "pondering"},
     ]
     rows = scripted.client.get("/api/sessions/S/messages").json()["data"]
     assert [(m["role"], m["tool_name"]) for m in rows] == [

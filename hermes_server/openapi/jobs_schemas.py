@@ -1,0 +1,96 @@
+"""OpenAPI fragments of the cron jobs API, skills, toolsets, platform events and cron fire.
+
+Data only, merged into the component tables of `openapi/schemas.py` (one line each).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Error answers of the jobs routes, to merge into `Operation.responses`.
+JOB_ERRORS = {401: "Unauthorized", 413: "PayloadTooLarge", 500: "JobServerError"}
+JOB_ID_ERRORS = {**JOB_ERRORS, 400: "JobError", 404: "JobError"}
+
+
+def _schema(name: str) -> dict[str, str]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def _json(description: str, schema: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": _schema(schema)}}}
+
+
+_NULLABLE_TEXT = {"type": ["string", "null"]}
+_JOB_PROPERTIES: dict[str, Any] = {
+    "id": {"type": "string", "pattern": "^[a-f0-9]{12}$"},
+    "name": {}, "prompt": {"type": "string"},
+    "skills": {"type": "array", "items": {"type": "string"}}, "skill": _NULLABLE_TEXT,
+    "model": _NULLABLE_TEXT, "provider": _NULLABLE_TEXT, "provider_snapshot": _NULLABLE_TEXT,
+    "model_snapshot": _NULLABLE_TEXT, "base_url": _NULLABLE_TEXT, "script": _NULLABLE_TEXT,
+    "no_agent": {"type": "boolean"}, "context_from": {},
+    "schedule": {"description": "`{kind: interval|cron|once, …, display}` as Hermes stores it; a PATCH "
+                                "may store another value as given."},
+    "schedule_display": {"type": "string"},
+    "repeat": {"description": "`{times, completed}`; a PATCH stores the value as given."},
+    "enabled": {"description": "true/false; a PATCH stores the value as given."},
+    "state": {"type": "string"}, "paused_at": _NULLABLE_TEXT, "paused_reason": {},
+    "created_at": {"type": "string"}, "next_run_at": _NULLABLE_TEXT, "last_run_at": _NULLABLE_TEXT,
+    "last_status": _NULLABLE_TEXT, "last_error": _NULLABLE_TEXT, "last_delivery_error": _NULLABLE_TEXT,
+    "deliver": {}, "origin": {}, "enabled_toolsets": {}, "workdir": {},
+}
+_JOB = {"type": "object", "properties": _JOB_PROPERTIES, "required": ["id", "name", "schedule"]}
+
+JOBS_SCHEMAS: dict[str, Any] = {
+    "Job": _JOB,
+    "JobEnvelope": {"type": "object", "properties": {"job": _schema("Job")}, "required": ["job"]},
+    "JobListEnvelope": {"type": "object", "required": ["jobs"], "properties": {"jobs": {"type": "array", "items": {
+        "allOf": [_schema("Job"), {"type": "object", "properties": {"latest_execution": {}}}]}}}},
+    "JobDeletedEnvelope": {"type": "object", "properties": {"ok": {"const": True}}, "required": ["ok"]},
+    "BareError": {"type": "object", "properties": {"error": {"type": "string"}}, "required": ["error"]},
+    "JobCreate": {
+        "description": "`name` and `schedule` are required (`every 30m`, a 5-field cron expression, an ISO "
+                       "time, or a duration such as `30m`); other keys are ignored.",
+        "type": "object",
+        "properties": {"name": {"type": "string", "maxLength": 200}, "schedule": {"type": "string"},
+                       "prompt": {"type": "string", "maxLength": 5000}, "deliver": {},
+                       "skills": {"type": ["array", "string", "null"]},
+                       "repeat": {"type": ["integer", "null"], "minimum": 1}},
+    },
+    "JobUpdate": {
+        "description": "Any of name, schedule, prompt, deliver, skills, skill, repeat, enabled (others are ignored).",
+        "type": "object",
+    },
+    "SkillList": {"type": "object", "required": ["object", "data"], "properties": {
+        "object": {"const": "list"},
+        "data": {"type": "array", "items": {"type": "object", "required": ["name", "description", "category"],
+                                            "properties": {"name": {"type": "string"},
+                                                           "description": {"type": "string"},
+                                                           "category": _NULLABLE_TEXT}}}}},
+    "ToolsetList": {"type": "object", "required": ["object", "platform", "data"], "properties": {
+        "object": {"const": "list"}, "platform": {"const": "api_server"},
+        "data": {"type": "array", "items": {"type": "object", "required": ["name", "tools"]}}}},
+}
+
+JOBS_RESPONSES: dict[str, Any] = {
+    "Job": _json("The job as stored (create answers 200, as upstream).", "JobEnvelope"),
+    "JobList": _json("The jobs, in creation order.", "JobListEnvelope"),
+    "JobDeleted": _json("The job and its output are gone.", "JobDeletedEnvelope"),
+    "JobError": _json("A bare `{\"error\": text}`: invalid input or job id (400), no such job (404).", "BareError"),
+    "JobServerError": _json("The jobs file cannot be read (with `--upstream-quirks`, also malformed input).",
+                            "BareError"),
+    "SkillList": _json("Skills installed in HERMES_HOME.", "SkillList"),
+    "ToolsetList": _json("The toolsets of the server's agent.", "ToolsetList"),
+    "PlatformUnavailable": _json("No platform adapter is connected (`platform_unavailable`).", "Error"),
+    "InvalidFireToken": _json("No fire-token verifier is configured: `{\"error\": \"invalid fire token\"}`.",
+                              "BareError"),
+}
+
+JOBS_PARAMETERS: dict[str, Any] = {
+    "job_id": {"name": "job_id", "in": "path", "required": True,
+               "description": "Twelve lower-case hex digits (else 400). pause/resume/run/DELETE also accept a "
+                              "job name here when it has that form, as upstream.",
+               "schema": {"type": "string"}},
+    "platform": {"name": "platform", "in": "path", "required": True, "schema": {"type": "string"}},
+    "include_disabled": {"name": "include_disabled", "in": "query",
+                         "description": "true or 1 (any case): also list disabled jobs.", "schema": {"type": "string"}},
+}

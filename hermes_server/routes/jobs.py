@@ -1,0 +1,192 @@
+"""The cron jobs API (`/api/jobs…`), served as 0.19.0 serves it from a home without a ticker.
+
+Jobs are stored in Hermes's own `cron/jobs.json` (store/jobs.py), so a real Hermes
+gateway pointed at the same HERMES_HOME runs them; hermes-server itself never does,
+and `POST …/run` only makes a job due now. The envelopes are bare `{"error": "…"}`
+strings; create answers 200, not 201, as 0.19.0 does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, tzinfo
+from functools import lru_cache
+from typing import Any, Callable
+from zoneinfo import ZoneInfo
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from hermes_server.context import AppContext
+from hermes_server.domain import jobs
+from hermes_server.domain.jobs import guarded, not_found
+from hermes_server.http.auth import check_bearer
+from hermes_server.http.body import charset, read_body
+from hermes_server.http.responses import HermesJSONResponse
+from hermes_server.http.routing import Operation, Route
+from hermes_server.openapi.jobs_schemas import JOB_ERRORS, JOB_ID_ERRORS
+from hermes_server.routes.common import first_query_values
+from hermes_server.store.jobs import JobsFile
+
+Jobs = list[dict[str, Any]]
+
+
+@lru_cache(maxsize=1)
+def _zone() -> tzinfo | None:
+    """Hermes's configured zone: HERMES_TIMEZONE when it names a zone, else this machine's."""
+    name = os.environ.get("HERMES_TIMEZONE", "").strip()
+    try:
+        return ZoneInfo(name) if name else None
+    except (ValueError, KeyError, OSError):
+        return None
+
+
+def _now(ctx: AppContext) -> datetime:
+    moment = datetime.fromtimestamp(ctx.now(), _zone())
+    return moment if _zone() else moment.astimezone()
+
+
+def _file(ctx: AppContext) -> JobsFile:
+    return JobsFile(ctx.settings.home, lambda: _now(ctx).isoformat())
+
+
+async def _json_body(request: Request, ctx: AppContext) -> Any:
+    """The parsed body; any decode or parse failure is reported with Python's own text."""
+    raw = await read_body(request, ctx.settings.max_request_bytes)
+    return guarded(lambda: json.loads(raw.decode(charset(request))))
+
+
+def _job_answer(job: dict[str, Any]) -> Response:
+    return HermesJSONResponse({"job": job})
+
+
+def _path_id(request: Request, ctx: AppContext) -> str:
+    check_bearer(request, ctx.settings.api_key)
+    job_id = request.path_params["job_id"]
+    jobs.check_job_id(job_id)
+    return job_id
+
+
+async def list_jobs(request: Request, ctx: AppContext) -> Response:
+    """GET /api/jobs: creation order; `include_disabled=true|1` also shows disabled jobs."""
+    check_bearer(request, ctx.settings.api_key)
+    include = first_query_values(request).get("include_disabled", "").lower() in {"true", "1"}
+    stored, latest = await _file(ctx).listing()
+    return HermesJSONResponse({"jobs": jobs.listed(stored, include, latest)})
+
+
+async def create_job(request: Request, ctx: AppContext) -> Response:
+    """POST /api/jobs: validate in Hermes's order, store, answer 200 with the job."""
+    check_bearer(request, ctx.settings.api_key)
+    body = await _json_body(request, ctx)
+    now = _now(ctx)
+    peer = request.client.host if request.client else ""
+    origin = jobs.origin(peer, request.headers.get("x-forwarded-for", ""), request.headers.get("x-real-ip", ""),
+                         request.headers.get("user-agent", ""))
+    job = guarded(lambda: jobs.new_job(body, ctx.ids.job_id(), now, origin))
+    await _file(ctx).change(lambda stored: ([*stored, job], None))
+    return _job_answer(job)
+
+
+async def get_job(request: Request, ctx: AppContext) -> Response:
+    """GET /api/jobs/{job_id}: by exact id only (names do not resolve here)."""
+    job_id = _path_id(request, ctx)
+    for job in await _file(ctx).read():
+        if job["id"] == job_id:
+            return _job_answer(jobs.readable(job))
+    raise not_found()
+
+
+async def _apply(ctx: AppContext, job_id: str, updates: Callable[[dict[str, Any]], dict[str, Any]]) -> Response:
+    """Change the job with exactly `job_id` (its fields from `updates(job)`), answering the result."""
+    now = _now(ctx)
+
+    def edit(stored: Jobs) -> tuple[Jobs | None, dict[str, Any] | None]:
+        for index, job in enumerate(stored):
+            if job["id"] == job_id:
+                changed = guarded(lambda: jobs.updated(job, updates(job), now))
+                return [*stored[:index], changed, *stored[index + 1:]], jobs.readable(changed)
+        return None, None
+
+    result = await _file(ctx).change(edit)
+    if result is None:
+        raise not_found()
+    return _job_answer(result)
+
+
+async def update_job(request: Request, ctx: AppContext) -> Response:
+    """PATCH /api/jobs/{job_id}: the allowed fields are stored as given (not re-validated)."""
+    job_id = _path_id(request, ctx)
+    body = await _json_body(request, ctx)
+    fields = guarded(lambda: jobs.patch_fields(body))
+    return await _apply(ctx, job_id, lambda job: fields)
+
+
+async def _by_ref(ctx: AppContext, ref: str) -> dict[str, Any]:
+    """The job an action path names (its id, else its name in any case)."""
+    stored = await _file(ctx).read()
+    job = guarded(lambda: jobs.find_ref(stored, ref))
+    if job is None:
+        raise not_found()
+    return job
+
+
+async def delete_job(request: Request, ctx: AppContext) -> Response:
+    """DELETE /api/jobs/{job_id}: the job and its output directory go; 200 {"ok": true}."""
+    file = _file(ctx)
+    job_id = (await _by_ref(ctx, _path_id(request, ctx)))["id"]
+
+    def edit(stored: Jobs) -> tuple[Jobs | None, bool]:
+        kept = [job for job in stored if job["id"] != job_id]
+        return (kept, True) if len(kept) < len(stored) else (None, False)
+
+    if not await file.change(edit):
+        raise not_found()
+    file.remove_output(job_id)
+    return HermesJSONResponse({"ok": True})
+
+
+async def pause_job(request: Request, ctx: AppContext) -> Response:
+    """POST /api/jobs/{job_id}/pause: disabled, state paused (the body is ignored)."""
+    job = await _by_ref(ctx, _path_id(request, ctx))
+    now = _now(ctx)
+    return await _apply(ctx, job["id"], lambda stored: jobs.paused(now))
+
+
+async def resume_job(request: Request, ctx: AppContext) -> Response:
+    """POST /api/jobs/{job_id}/resume: scheduled again, next run counted from now."""
+    job = await _by_ref(ctx, _path_id(request, ctx))
+    fields = guarded(lambda: jobs.resumed(job, _now(ctx)))
+    return await _apply(ctx, job["id"], lambda stored: fields)
+
+
+async def run_job(request: Request, ctx: AppContext) -> Response:
+    """POST /api/jobs/{job_id}/run: due now; a Hermes ticker on this home would run it."""
+    job = await _by_ref(ctx, _path_id(request, ctx))
+    now = _now(ctx)
+    return await _apply(ctx, job["id"], lambda stored: jobs.triggered(now))
+
+
+def _action(name: str, endpoint: Any, summary: str) -> Route:
+    return Route(f"job_{name}", f"/api/jobs/{{job_id}}/{name}", {"POST": endpoint}, {
+        "POST": Operation(summary, {200: "Job", **JOB_ID_ERRORS})})
+
+
+def routes() -> list[Route]:
+    """The jobs family, in upstream's order. None is advertised in /v1/capabilities (nor upstream's)."""
+    return [
+        Route("jobs", "/api/jobs", {"GET": list_jobs, "POST": create_job}, {
+            "GET": Operation("List cron jobs", {200: "JobList", **JOB_ERRORS}, query=("include_disabled",)),
+            "POST": Operation("Create a cron job (answers 200)", {200: "Job", 400: "JobError", **JOB_ERRORS},
+                              body="JobCreate"),
+        }),
+        Route("job", "/api/jobs/{job_id}", {"GET": get_job, "PATCH": update_job, "DELETE": delete_job}, {
+            "GET": Operation("One cron job, by exact id", {200: "Job", **JOB_ID_ERRORS}),
+            "PATCH": Operation("Change a cron job's fields", {200: "Job", **JOB_ID_ERRORS}, body="JobUpdate"),
+            "DELETE": Operation("Delete a cron job (by id or name)", {200: "JobDeleted", **JOB_ID_ERRORS}),
+        }),
+        _action("pause", pause_job, "Pause a cron job (by id or name)"),
+        _action("resume", resume_job, "Resume a paused cron job (by id or name)"),
+        _action("run", run_job, "Make a cron job due now (by id or name)"),
+    ]
