@@ -117,3 +117,14 @@ def log_failure(exc: BaseException, method: str, route: str | None, request_id: 
     error_log.error("unhandled error in %s %s (request %s)", method, route or "-", request_id,
                     exc_info=(type(exc), exc, exc.__traceback__),
                     extra={"fields": {"method": method, "route": route or "-", "request_id": request_id}})
+
+
+def say(message: str, fmt: str, *, level: str = "info", stream: Any = None) -> None:
+    """A start-up or refusal line of the CLI, in the log format chosen (text keeps its `hermes-server:` form)."""
+    if fmt == "json":
+        record = logging.makeLogRecord({"name": "hermes_server.cli", "levelname": level.upper(),
+                                        "levelno": getattr(logging, level.upper()), "msg": message})
+        line = JsonFormatter().format(record)
+    else:
+        line = f"hermes-server: {'WARNING: ' if level == 'warning' else ''}{message}"
+    print(line, file=stream or sys.stdout, flush=True)
