@@ -76,6 +76,8 @@ class HermesApp:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                if not ctx.settings.db_path.exists():
+                    ctx.db.home_problems.check()  # a home that cannot hold state.db is named in the log now
                 failure = None
                 if self.start_fixture is not None:
                     failure = await self.start_fixture.startup(ctx.db, ctx.now())

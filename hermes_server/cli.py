@@ -68,6 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="base URL to probe (default http://127.0.0.1:PORT, PORT from env API_SERVER_PORT or 8642; "
                              "a specific API_SERVER_HOST is used instead of 127.0.0.1)")
     health.add_argument("--timeout", type=float, default=3.0, help="seconds to wait for the answer (default 3)")
+    health.add_argument("--ready", action="store_true",
+                        help="readiness instead of liveness: GET /health/detailed and exit 1 unless its state_db and "
+                             "gateway checks are ok (a home that cannot hold state.db fails it); the key is "
+                             "API_SERVER_KEY, else the one kept in HERMES_HOME")
     return parser
 
 
@@ -224,35 +228,28 @@ def seed(args: argparse.Namespace) -> int:
     return 0
 
 
-def healthcheck_url(url: str | None) -> str:
+def healthcheck_url(url: str | None, path: str = "/health") -> str:
     """Where `healthcheck` probes: --url, else this container's own API_SERVER_HOST/PORT."""
     if url:
-        return url.rstrip("/") + "/health"
+        return url.rstrip("/") + path
     host = env_text("API_SERVER_HOST") or "127.0.0.1"
     if host in ("0.0.0.0", "::", ""):
         host = "127.0.0.1"
     if ":" in host:
         host = f"[{host}]"
-    return f"http://{host}:{env_text('API_SERVER_PORT') or '8642'}/health"
+    return f"http://{host}:{env_text('API_SERVER_PORT') or '8642'}{path}"
 
 
 def healthcheck(args: argparse.Namespace) -> int:
-    """Exit 0 when /health answers 200 (stdlib only: it runs in the slim image's HEALTHCHECK)."""
-    import urllib.error
-    import urllib.request
+    """Exit 0 when the server is live (or, with --ready, can serve sessions); stdlib only, for the image."""
+    from hermes_server.healthcheck import probe
 
-    url = healthcheck_url(args.url)
-    try:
-        # No proxy: the probe is always for this host, whatever HTTP_PROXY says.
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-        with opener.open(url, timeout=args.timeout) as response:
-            ok = response.status == 200
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        print(f"hermes-server healthcheck: {url}: {exc}", file=sys.stderr)
+    problem = probe(healthcheck_url(args.url, "/health/detailed" if args.ready else "/health"),
+                    ready=args.ready, timeout=args.timeout)
+    if problem:
+        print(f"hermes-server healthcheck: {problem}", file=sys.stderr)
         return 1
-    if not ok:
-        print(f"hermes-server healthcheck: {url}: status {response.status}", file=sys.stderr)
-    return 0 if ok else 1
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

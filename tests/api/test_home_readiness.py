@@ -1,0 +1,89 @@
+"""A home that cannot hold state.db: the log says why once (and when it changes), readiness tells the truth."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.server import KEY, RunningServer, clean_env, start_server
+
+WARNING = "state.db cannot be opened at"
+
+
+def _ready(server: RunningServer) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hermes_server", "healthcheck", "--ready", "--url", server.url],
+                          capture_output=True, text=True, timeout=30, env=clean_env(API_SERVER_KEY=KEY))
+
+
+def _live(server: RunningServer) -> int:
+    return subprocess.run([sys.executable, "-m", "hermes_server", "healthcheck", "--url", server.url],
+                          capture_output=True, timeout=30, env=clean_env()).returncode
+
+
+def _state_db(server: RunningServer) -> dict:
+    body = server.client.get("/health/detailed").json()
+    assert body["status"] == body["readiness"]["status"]
+    return body["readiness"]["checks"]["state_db"]
+
+
+@pytest.mark.parametrize(("make_home", "reason"), [
+    (lambda tmp: (tmp / "a-file").write_text("not a directory") and tmp / "a-file", "FileExistsError"),
+    (lambda tmp: Path("/proc/hermes-server/home"), "FileNotFoundError"),
+])
+def test_an_unusable_home_is_named_once_and_fails_readiness(tmp_path: Path, make_home, reason: str) -> None:
+    home = make_home(tmp_path)
+    server = start_server(home)
+    try:
+        assert _state_db(server) == {"status": "degraded", "detail": reason}
+        for _ in range(3):
+            assert server.client.get("/api/sessions").status_code == 503
+        assert server.log().count(WARNING) == 1
+        assert "Traceback" not in server.log()
+        ready = _ready(server)
+        assert ready.returncode == 1 and f"not ready: state_db degraded ({reason})" in ready.stderr
+        assert _live(server) == 0  # alive, just not ready
+    finally:
+        server.stop()
+
+
+def test_the_log_says_again_when_the_problem_goes_away(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.write_text("in the way")
+    server = start_server(home)
+    try:
+        assert server.client.get("/api/sessions").status_code == 503
+        home.unlink()
+        home.mkdir()
+        assert server.client.get("/api/sessions").status_code == 200
+        assert server.log().count(WARNING) == 1 and "opens again" in server.log()
+        assert _state_db(server) == {"status": "ok"}
+        assert _ready(server).returncode == 0
+    finally:
+        server.stop()
+
+
+def test_a_fresh_home_is_ready_and_not_yet_initialized(tmp_path: Path) -> None:
+    server = start_server(tmp_path / "fresh")
+    try:
+        assert _state_db(server) == {"status": "ok", "detail": "not initialized"}
+        assert not (tmp_path / "fresh" / "state.db").exists()  # the probe creates no database
+        assert _ready(server).returncode == 0 and WARNING not in server.log()
+    finally:
+        server.stop()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root may write any directory; the read-only mode is not felt")
+def test_an_unwritable_home_is_named(tmp_path: Path) -> None:
+    home = tmp_path / "locked"
+    home.mkdir(mode=0o500)
+    server = start_server(home)
+    try:
+        assert _state_db(server) == {"status": "degraded", "detail": "PermissionError"}
+        assert server.log().count(WARNING) == 1
+    finally:
+        server.stop()
+        home.chmod(0o700)
