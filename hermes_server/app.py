@@ -87,7 +87,7 @@ class HermesApp:
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 # Chat turns still running finish (and write) before the database closes.
-                await ctx.turns.drain()
+                await ctx.turns.drain(ctx.settings.turn_drain_seconds)
                 await ctx.agent.aclose()
                 await ctx.db.close()
                 await send({"type": "lifespan.shutdown.complete"})

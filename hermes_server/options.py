@@ -210,6 +210,10 @@ SERVE_OPTIONS: tuple[Option, ...] = (
     Option("shutdown_grace_seconds", "--shutdown-grace", "HERMES_SERVER_SHUTDOWN_GRACE", 10.0, positive,
            "on SIGTERM/SIGINT, how long in-flight requests and open chat streams may run on before they are cut",
            metavar="SECONDS", shown_default="10"),
+    Option("turn_drain_seconds", "--turn-drain", "HERMES_SERVER_TURN_DRAIN", 15.0, positive,
+           "after the grace period, how long chat turns still running (their requests ended) may run on to be "
+           "stored before they are cancelled; a stop takes at most --shutdown-grace plus this",
+           metavar="SECONDS", shown_default="15"),
     Option("agent", "--agent", "HERMES_SERVER_AGENT", "echo", one_of(AGENT_NAMES),
            "who answers chat turns: echo (offline, deterministic), openai (an OpenAI-compatible "
            "chat-completions server), script (replies read from --agent-script)", group="chat", metavar="NAME"),

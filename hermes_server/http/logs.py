@@ -53,8 +53,22 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(payload, ensure_ascii=False)
 
 
+class ShutdownCutIsNotAnError(logging.Filter):
+    """uvicorn logs the end of its graceful-shutdown timeout at ERROR; here it is the documented
+    end of the grace period (streams closed cleanly, turns still stored), so a warning."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.ERROR and "timeout graceful shutdown exceeded" in str(record.msg):
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            record.msg = "shutdown grace period over: ending %d request(s) still running"
+        return True
+
+
 def configure_logging(level: str = "info", fmt: str = "text") -> None:
     """Send every logger (uvicorn's included) to stderr in the chosen format."""
+    uvicorn_errors = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, ShutdownCutIsNotAnError) for f in uvicorn_errors.filters):
+        uvicorn_errors.addFilter(ShutdownCutIsNotAnError())
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT))
     root = logging.getLogger()

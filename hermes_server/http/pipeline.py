@@ -40,6 +40,10 @@ _CORS_BASE = {
     "Access-Control-Allow-Methods": "GET, POST, DELETE, OPTIONS",
     "Access-Control-Allow-Headers": "Authorization, Content-Type, Idempotency-Key",
 }
+# The answer of a request whose handler was still running when shutdown's grace ran out.
+SHUTTING_DOWN = ApiError(503, "Server is shutting down; the request ended before its answer was ready. "
+                              "A chat turn it started still finishes and is stored.", "server_shutting_down",
+                         headers={"Connection": "close"})
 # Where the pipeline leaves the matched route and the request id for outer layers and logs.
 ROUTE_KEY = "hermes.route"
 REQUEST_ID_KEY = "hermes.request_id"
@@ -113,13 +117,19 @@ class Pipeline:
             if not completed:
                 await self._finish(send_and_note, started=status != 0)
         except asyncio.CancelledError:
-            if not status:
-                raise
             # Shutdown's grace period ran out: uvicorn cancels what is still running only
-            # to end it. End the stream with its last chunk (the client sees a closed
-            # stream, not a reset) and return normally: the request is over, not failed.
+            # to end it. End a stream with its last chunk (the client sees a closed stream,
+            # not a reset), answer a request that had not started its response with a 503
+            # saying so (a chat turn it started still finishes and is stored), and return
+            # normally: the request is over, not failed.
+            route = scope.get(ROUTE_KEY)
             if not completed:
-                await self._finish(send_and_note, started=True)
+                if status:
+                    await self._finish(send_and_note, started=True)
+                else:
+                    await self._shutting_down(send_and_note)
+            log.info("%s %s: ended by shutdown after the grace period (request %s)", scope["method"],
+                     route.template if route else "-", request_id)
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
@@ -141,6 +151,13 @@ class Pipeline:
                 await PlainTextResponse(SERVER_ERROR_TEXT, 500)({"type": "http"}, _no_receive, send)
         except Exception:  # noqa: BLE001 - the client is gone; nothing more to tell it
             log.debug("could not finish a response", exc_info=True)
+
+    @staticmethod
+    async def _shutting_down(send: Send) -> None:
+        try:
+            await SHUTTING_DOWN.response()({"type": "http"}, _no_receive, send)
+        except Exception:  # noqa: BLE001 - the client is gone; nothing more to tell it
+            log.debug("could not answer a request cut by shutdown", exc_info=True)
 
     async def dispatch(self, request: Request) -> tuple[Response, Route | None]:
         """Run the pipeline for one request; returns the response and the matched route."""

@@ -36,6 +36,7 @@ BAD_VALUES: dict[str, list[str]] = {
     "log_level": ["loud"],
     "log_format": ["xml"],
     "shutdown_grace_seconds": ["0", "-1", "inf", "nan", "soon"],
+    "turn_drain_seconds": ["0", "forever"],
     "agent": ["gpt"],
     "agent_base_url": ["127.0.0.1:8080/v1", "ftp://x/v1", "http://"],
     "agent_model": ["a model"],
