@@ -58,7 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
     seed.add_argument("file", metavar="FILE", help="fixture file: JSON, or YAML (.yaml/.yml) when PyYAML is installed")
     add_options(seed, (HOME,))
     seed.add_argument("--replace", action="store_true",
-                      help="empty every session table first (same transaction), so state.db holds exactly the fixture")
+                      help="empty every session table first (same transaction), so state.db holds exactly the fixture; "
+                           "refused when state.db holds sessions hermes-server did not write (source other than "
+                           "api_server), unless --force")
+    seed.add_argument("--force", action="store_true",
+                      help="with --replace: replace even sessions hermes-server did not write (a real Hermes home's)")
     health = commands.add_parser(
         "healthcheck",
         help="exit 0 when a server answers GET /health (the container's HEALTHCHECK)",
@@ -146,11 +150,11 @@ def serve(args: argparse.Namespace) -> int:
     except SchemaMismatch as exc:
         return refuse(str(exc))
     if settings.fixture_path is not None:
-        from hermes_server.testing.load import problems_of
+        from hermes_server.testing.load import problems_of, start_report
 
-        rejected = problems_of(settings.fixture_path)
+        rejected = problems_of(settings.fixture_path, settings.db_path)
         if rejected is not None:
-            return refuse(rejected.report(f"fixture {settings.fixture_path}"))
+            return refuse(start_report(settings.fixture_path, rejected))
     if settings.fixture_api and settings.api_key is None and not _is_loopback(settings.host):
         say(f"--fixture-api without a key on {settings.host}: anyone who can reach it can reset the database.",
             fmt, level="warning", stream=sys.stderr)
@@ -208,14 +212,18 @@ def seed(args: argparse.Namespace) -> int:
 
     from hermes_server.domain.errors import DatabaseUnavailable, DocumentError, SchemaMismatch
     from hermes_server.store.migrate import check_existing
-    from hermes_server.testing.load import read_document, seed_database
+    from hermes_server.testing.load import read_document, replace_refusal, seed_database
     from hermes_server.testing.model import parse_fixture
 
     db_path = Settings(home=HOME.resolve(args.home)).db_path
     path = Path(args.file).expanduser()
     try:
         check_existing(db_path)
-        fixture = parse_fixture(read_document(path), time.time())
+        fixture = parse_fixture(read_document(path), time.time(), defer=True)
+        refusal = replace_refusal(db_path, fixture) if args.replace and not args.force and not fixture.problems else None
+        if refusal:
+            print(f"hermes-server: {refusal}", file=sys.stderr)
+            return 2
         result = asyncio.run(seed_database(db_path, fixture, replace=args.replace))
     except DocumentError as exc:
         print(f"hermes-server: {exc.report(f'fixture {path}')}", file=sys.stderr)

@@ -84,7 +84,7 @@ class ControlRoutes:
         """POST /_fixture/seed: merge a fixture document into state.db, all or nothing."""
         check_bearer(request, ctx.settings.api_key)
         document = await read_json_object(request, ctx.settings.max_request_bytes)
-        result = await load_fixture(ctx.db, parse_fixture(document, ctx.now()))
+        result = await load_fixture(ctx.db, parse_fixture(document, ctx.now(), defer=True))
         return _loaded("hermes.fixture.seeded", result)
 
     async def faults(self, request: Request, ctx: AppContext) -> Response:
