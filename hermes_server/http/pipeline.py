@@ -47,6 +47,22 @@ SHUTTING_DOWN = ApiError(503, "Server is shutting down; the request ended before
 # Where the pipeline leaves the matched route and the request id for outer layers and logs.
 ROUTE_KEY = "hermes.route"
 REQUEST_ID_KEY = "hermes.request_id"
+# The session a request created or answered for, when the path does not name it (or names
+# another: a compression continuation); the access line shows it.
+SESSION_KEY = "hermes.session_id"
+
+
+def note_session(request: Request, session_id: str) -> None:
+    """Say which session this request is about, for its access line."""
+    request.scope[SESSION_KEY] = session_id
+
+
+def _note_answered_session(scope: Scope, start: Message) -> None:
+    """Chat answers name their effective session in X-Hermes-Session-Id: the access line uses it."""
+    for name, value in start.get("headers", ()):
+        if name.lower() == b"x-hermes-session-id":
+            scope[SESSION_KEY] = value.decode("latin-1")
+            return
 
 
 def cors_headers(settings: Settings, origin: str) -> dict[str, str] | None:
@@ -99,6 +115,7 @@ class Pipeline:
             nonlocal status, completed
             if message["type"] == "http.response.start":
                 status = message["status"]
+                _note_answered_session(scope, message)
             elif message["type"] == "http.response.body" and not message.get("more_body", False):
                 completed = True
             await send(message)
@@ -137,7 +154,7 @@ class Pipeline:
             if not completed:  # a stream that stopped early (its client left, or shutdown)
                 await self._finish(send_and_note, started=status != 0)
         finally:
-            session_id = scope.get("path_params", {}).get("session_id") if route else None
+            session_id = scope.get(SESSION_KEY) or (scope.get("path_params", {}).get("session_id") if route else None)
             log_access(scope["method"], route.template if route else None, status,
                        time.perf_counter() - started, session_id, request_id)
 

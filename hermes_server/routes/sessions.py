@@ -21,6 +21,7 @@ from hermes_server.http.errors import (
     session_exists,
     session_not_found,
 )
+from hermes_server.http.pipeline import note_session
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.domain.errors import StorageFault
 from hermes_server.http.routing import Operation, Route
@@ -73,6 +74,7 @@ async def create_session(request: Request, ctx: AppContext) -> Response:
     problem = create_id_error(session_id)
     if problem:
         raise invalid_session_id(problem)
+    note_session(request, session_id)
     model = body.get("model") or ctx.settings.model_name
     system_prompt = body.get("system_prompt")
     if system_prompt is not None and not isinstance(system_prompt, str):

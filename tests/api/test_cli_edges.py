@@ -225,3 +225,16 @@ def test_json_log_format_covers_the_start_up_lines(tmp_path: Path) -> None:
         out = run_serve("--home", str(tmp_path / "h"), "--log-format", "json", "--no-auth",
                         "--port", str(taken.getsockname()[1]))
     assert out.returncode == 2 and json.loads(out.stderr)["level"] == "error"
+
+
+def test_access_lines_name_the_created_and_the_effective_session(tmp_path: Path) -> None:
+    server = start_server(tmp_path / "h", "--log-format", "json")
+    try:
+        created = server.client.post("/api/sessions", json={}).json()["session"]["id"]
+        answered = server.client.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}]})
+        effective = answered.headers["X-Hermes-Session-Id"]
+    finally:
+        server.stop()
+    access = {r["route"]: r for r in map(json.loads, server.log().splitlines()) if r["logger"] == "hermes_server.access"}
+    assert access["/api/sessions"]["session_id"] == created
+    assert access["/v1/chat/completions"]["session_id"] == effective != "-"
