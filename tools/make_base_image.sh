@@ -12,6 +12,7 @@ set -eu
 TAG=${1:-hermes-server-base:bookworm}
 MIRROR=${2:-http://deb.debian.org/debian}
 ROOT=$(mktemp -d /tmp/hermes-base-rootfs.XXXXXX)
+chmod 755 "$ROOT"  # it becomes the image's /: every user must traverse it
 trap 'rm -rf "$ROOT"' EXIT
 debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates bookworm "$ROOT" "$MIRROR"
 chroot "$ROOT" python3 -m venv /usr/local
@@ -24,3 +25,4 @@ tar -C "$ROOT" -c . | docker import \
     --change 'CMD ["python3"]' \
     - "$TAG"
 docker run --rm --network host "$TAG" python -c 'import sys, ssl; assert sys.version_info[:2] == (3, 11); print("base ok", sys.version.split()[0])'
+docker run --rm --network host --user 10001:10001 "$TAG" python -c "print(\"base usable by a non-root user\")"
