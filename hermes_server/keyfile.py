@@ -35,14 +35,15 @@ def stored_key(home: Path) -> StoredKey:
     path = home / KEY_FILE
     try:
         return StoredKey(_read(path), path, generated=False)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # none kept (or no home to keep one in)
         pass
     key = generate_key()
     try:
         home.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:  # another start wrote it first: use that one
-        return StoredKey(_read(path), path, generated=False)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:  # another start wrote it first: use that one
+            return StoredKey(_read(path), path, generated=False)
     except OSError as exc:
         return StoredKey(key, path, generated=True, not_kept=exc.strerror or str(exc))
     with os.fdopen(fd, "w") as out:
@@ -53,7 +54,7 @@ def stored_key(home: Path) -> StoredKey:
 def _read(path: Path) -> str:
     try:
         key = path.read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         raise
     except (OSError, UnicodeDecodeError) as exc:
         raise KeyFileError(f"cannot read the kept API key {path}: {getattr(exc, 'strerror', None) or exc}; "

@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 
-from tests.support.server import KEY, RunningServer, clean_env, start_server
+from tests.support.server import KEY, RunningServer, clean_env, free_port, start_server
 
 WARNING = "state.db cannot be opened at"
 
@@ -87,3 +89,25 @@ def test_an_unwritable_home_is_named(tmp_path: Path) -> None:
     finally:
         server.stop()
         home.chmod(0o700)
+
+
+def test_without_a_key_an_unusable_home_still_starts_and_says_the_key_is_not_kept(tmp_path: Path) -> None:
+    home = tmp_path / "a-file"
+    home.write_text("not a directory")
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "hermes_server", "serve", "--home", str(home), "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=clean_env())
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            assert proc.poll() is None, proc.stdout.read()
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=0.5).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+    finally:
+        proc.terminate()
+        out = proc.communicate(timeout=15)[0]
+    assert "generated API key" in out and "not kept" in out and "a restart makes a new one" in out
