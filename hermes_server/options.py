@@ -49,13 +49,15 @@ def path(value: str) -> Path:
     return Path(value.strip()).expanduser()
 
 
-def existing_file(value: str) -> Path:
-    """A file that must already be there when the server starts."""
-    found = path(value)
-    if not found.is_file():
-        raise OptionError(f"must name an existing file; {str(found)!r} " +
-                          ("is a directory" if found.is_dir() else "does not exist"))
-    return found
+def existing_file(what: str) -> Parser:
+    """A file that must already be there when the server starts (`what` names it in the refusal)."""
+    def parse(value: str) -> Path:
+        found = path(value)
+        if not found.is_file():
+            raise OptionError(f"cannot read {what} {str(found)!r}: " +
+                              ("it is a directory" if found.is_dir() else "no such file"))
+        return found
+    return parse
 
 
 _HOST_NAME = re.compile(r"(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*")
@@ -113,7 +115,7 @@ def positive(value: str) -> float:
     except ValueError:
         raise OptionError(f"must be a number of seconds, got {value!r}") from None
     if not number > 0 or math.isinf(number):
-        raise OptionError("must be a finite number greater than 0")
+        raise OptionError(f"must be greater than 0 and finite, got {value!r}")
     return number
 
 
@@ -224,7 +226,7 @@ SERVE_OPTIONS: tuple[Option, ...] = (
            "openai agent: model name to request", group="chat", metavar="NAME", shown_default="--model-name"),
     Option("agent_api_key", "--agent-api-key", "HERMES_SERVER_AGENT_API_KEY", None, name,
            "openai agent: bearer key for the backend", group="chat", metavar="KEY"),
-    Option("agent_script", "--agent-script", "HERMES_SERVER_AGENT_SCRIPT", None, existing_file,
+    Option("agent_script", "--agent-script", "HERMES_SERVER_AGENT_SCRIPT", None, existing_file("agent script"),
            "script agent: JSON file of replies, tool runs, delays and failures, re-read every turn "
            "(format in hermes_server/agents/script.py)", group="chat", metavar="FILE"),
     Option("keepalive_seconds", "--keepalive-seconds", "HERMES_SERVER_KEEPALIVE_SECONDS", 30.0, positive,
@@ -242,7 +244,7 @@ SERVE_OPTIONS: tuple[Option, ...] = (
     Option("max_head_bytes", "--max-head-bytes", "HERMES_SERVER_MAX_HEAD_BYTES", MAX_HEAD_BYTES, whole(256),
            "most bytes of the request line and all header lines together (longer: 431, connection closed)",
            group="request heads", metavar="BYTES"),
-    Option("fixture_path", "--fixture", "HERMES_SERVER_FIXTURE", None, existing_file,
+    Option("fixture_path", "--fixture", "HERMES_SERVER_FIXTURE", None, existing_file("fixture"),
            "merge this fixture file into state.db at start; POST /_fixture/reset returns to it",
            group="test control", metavar="FILE"),
     Option("fixture_api", "--fixture-api", "HERMES_SERVER_FIXTURE_API", False, text,

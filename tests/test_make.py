@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -14,8 +15,9 @@ pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="no make on
 
 def dry_run(*args: str) -> str:
     """What `make -n` would run (nothing is run; the venv stamp is taken as made)."""
-    done = subprocess.run(["make", "-n", "-o", ".venv/.installed", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=30, check=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}  # under make test
+    done = subprocess.run(["make", "--no-print-directory", "-n", "-o", ".venv/.installed", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=30, check=True, env=env)
     return done.stdout
 
 
