@@ -269,7 +269,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except SystemExit as refused:  # a refused option value: one line, the usage-error status
             if not isinstance(refused.code, str):
                 raise
-            print(refused.code, file=sys.stderr)
+            # In JSON when that was asked for, even if another option was the bad one.
+            fmt = "json" if (args.log_format or env_text("HERMES_SERVER_LOG_FORMAT")) == "json" else "text"
+            say(refused.code.removeprefix("hermes-server: "), fmt, level="error", stream=sys.stderr)
             return 2
     if args.command == "healthcheck":
         return healthcheck(args)

@@ -225,6 +225,9 @@ def test_json_log_format_covers_the_start_up_lines(tmp_path: Path) -> None:
         out = run_serve("--home", str(tmp_path / "h"), "--log-format", "json", "--no-auth",
                         "--port", str(taken.getsockname()[1]))
     assert out.returncode == 2 and json.loads(out.stderr)["level"] == "error"
+    # A refused option value too, once JSON was asked for.
+    out = run_serve("--home", str(tmp_path / "h"), "--log-format", "json", "--port", "99999")
+    assert out.returncode == 2 and json.loads(out.stderr)["message"] == "--port must be at most 65535"
 
 
 def test_access_lines_name_the_created_and_the_effective_session(tmp_path: Path) -> None:
