@@ -225,7 +225,7 @@ class Database:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = connect(self.path)
         except (OSError, sqlite3.Error) as exc:
-            self.home_problems.failed(exc)
+            self.home_problems.open_failed(exc)
             raise DatabaseUnavailable(f"cannot open {self.path}: {exc}") from exc
         try:
             migrate.prepare(conn, self.path)
@@ -234,7 +234,7 @@ class Database:
             raise
         except sqlite3.Error as exc:
             conn.close()
-            self.home_problems.failed(exc)
+            self.home_problems.open_failed(exc)
             raise DatabaseUnavailable(f"cannot prepare {self.path}: {exc}") from exc
         self._writer_conn = conn
         self.home_problems.opened()

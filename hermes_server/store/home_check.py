@@ -52,6 +52,12 @@ class HomeProblems:
                         "point HERMES_HOME (--home) at a writable directory", self.db_path, text, self.reason,
                         extra={"fields": {"db_path": str(self.db_path), "reason": self.reason}})
 
+    def open_failed(self, exc: BaseException) -> None:
+        """Opening state.db failed with `exc`; while no state.db exists the home's own problem is the
+        reason (SQLite says only "unable to open database file"), so it reads the same as the probe's."""
+        found = probe(self.db_path.parent) if not self.db_path.exists() else None
+        self.failed(found or exc)
+
     def opened(self) -> None:
         if self._said is not None:
             log.warning("state.db at %s opens again; sessions are served", self.db_path)
