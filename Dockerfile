@@ -5,8 +5,12 @@
 #   docker run -p 8642:8642 -e API_SERVER_KEY=change-me-0123456789abcdef -v hermes-data:/data hermes-server
 #
 # Configure with the environment variables of `hermes-server serve --help` (README table).
-# tests/test_container.py replays the install and start steps below and lints this file.
-FROM python:3.11-slim-bookworm
+# tests/test_container.py replays the install and start steps below and lints this file;
+# tests/test_container_docker.py (`make test-container`) builds and runs it where Docker is.
+# Without an image registry, build the base from Debian's packages (docs/container.md) and
+# pass it with --build-arg BASE=hermes-server-base:bookworm.
+ARG BASE=python:3.11-slim-bookworm
+FROM ${BASE}
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
@@ -29,20 +33,24 @@ RUN useradd --system --user-group --uid 10001 --home-dir /data --no-create-home 
     && chown hermes:hermes /data
 
 # Listen on every interface of the container; state.db in the volume. Without
-# API_SERVER_KEY a key is generated and printed at start. The grace period stays
-# under `docker stop`'s default 10 s, so open chat streams end cleanly, not killed.
+# API_SERVER_KEY a key is generated, printed, and kept in /data/hermes-server.key. A stop
+# takes at most the grace period (open requests and streams) plus the turn drain (chat
+# turns still running, so they are stored): 6 + 3 = 9 s, under `docker stop`'s default
+# 10 s before SIGKILL. Raise them only with `docker stop -t` / compose stop_grace_period.
 ENV HERMES_HOME=/data \
     API_SERVER_HOST=0.0.0.0 \
     API_SERVER_PORT=8642 \
-    HERMES_SERVER_SHUTDOWN_GRACE=8
+    HERMES_SERVER_SHUTDOWN_GRACE=6 \
+    HERMES_SERVER_TURN_DRAIN=3
 
 USER 10001:10001
 VOLUME ["/data"]
 EXPOSE 8642
 
-# Stdlib-only probe of GET /health on this container's own port.
+# Stdlib-only readiness probe (GET /health/detailed) on this container's own port:
+# unhealthy while state.db cannot be opened in /data, not only when the process is gone.
 HEALTHCHECK --interval=10s --timeout=5s --start-period=10s --retries=3 \
-    CMD ["hermes-server", "healthcheck"]
+    CMD ["hermes-server", "healthcheck", "--ready"]
 
 ENTRYPOINT ["hermes-server"]
 CMD ["serve"]

@@ -9,7 +9,10 @@ export HERMES_HOME
 UPSTREAM_VENV := .venv-upstream
 UPSTREAM_STAMP := $(UPSTREAM_VENV)/.installed
 
-.PHONY: serve test bench clean
+.PHONY: serve cli test test-container bench clean
+# `make serve PORT=9000 HOST=0.0.0.0`: passed on as --port/--host (else API_SERVER_PORT/HOST or 8642/127.0.0.1).
+PORT ?=
+HOST ?=
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +23,12 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	touch $(STAMP)
 
 serve: $(STAMP)
-	$(BIN)/hermes-server serve
+	@echo "make serve: other commands run as $(BIN)/hermes-server COMMAND, or make cli ARGS='COMMAND ...'"
+	$(BIN)/hermes-server serve $(if $(PORT),--port $(PORT)) $(if $(HOST),--host $(HOST))
+
+# Any hermes-server command with this checkout's venv and home: make cli ARGS='seed fixture.json'
+cli: $(STAMP)
+	$(BIN)/hermes-server $(ARGS)
 
 # Made once (about 20 s from the package registry), then reused; `make clean` keeps it.
 $(UPSTREAM_STAMP):
@@ -32,6 +40,12 @@ $(UPSTREAM_STAMP):
 
 test: $(STAMP) $(UPSTREAM_STAMP)
 	HERMES_UPSTREAM_VENV=$(CURDIR)/$(UPSTREAM_VENV) $(BIN)/python -m pytest -q
+
+# The image itself: build, start, healthcheck, lifecycle check, docker stop (needs a Docker
+# daemon; skipped with the reason without one). CONTAINER_BASE=image builds on a local base
+# (docs/container.md: making one from Debian's packages when no registry is reachable).
+test-container: $(STAMP)
+	HERMES_CONTAINER_BASE=$(CONTAINER_BASE) $(BIN)/python -m pytest -q -rs tests/test_container_docker.py
 
 # Full run (about 15 minutes; installs wrk via apt-get when root). Short: make bench BENCH_ARGS=--quick
 bench: $(STAMP)

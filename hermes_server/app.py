@@ -120,6 +120,8 @@ class HermesApp:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                if not ctx.settings.db_path.exists():
+                    ctx.db.home_problems.check()  # a home that cannot hold state.db is named in the log now
                 failure = None
                 if self.start_fixture is not None:
                     failure = await self.start_fixture.startup(ctx.db, ctx.now())
@@ -129,7 +131,7 @@ class HermesApp:
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 # Chat turns still running finish (and write) before the database closes.
-                await ctx.turns.drain()
+                await ctx.turns.drain(ctx.settings.turn_drain_seconds)
                 await ctx.agent.aclose()
                 await ctx.db.close()
                 await self.dialects.close()

@@ -15,8 +15,8 @@ from typing import Sequence
 
 from hermes_server import UPSTREAM_VERSION, __version__
 from hermes_server.config import Settings
-from hermes_server.domain.keys import generate_key, key_problem
-from hermes_server.http.logs import configure_logging
+from hermes_server.domain.keys import key_problem
+from hermes_server.http.logs import configure_logging, say
 from hermes_server.options import HOME, SERVE_OPTIONS, add_options, env_text, resolve_all
 
 DESCRIPTION = f"""\
@@ -60,7 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_options(seed, (HOME,))
     seed.add_argument("--replace", action="store_true",
                       help="empty every session table first (same transaction), so state.db holds exactly the "
-                           "fixture (herm-run.db too, when the fixture has a herm_run part)")
+                           "fixture (herm-run.db too, when the fixture has a herm_run part); refused when state.db "
+                           "holds sessions hermes-server did not write (source other than api_server), unless --force")
+    seed.add_argument("--force", action="store_true",
+                      help="with --replace: replace even sessions hermes-server did not write (a real Hermes home's)")
     health = commands.add_parser(
         "healthcheck",
         help="exit 0 when a server answers GET /health (the container's HEALTHCHECK)",
@@ -70,6 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="base URL to probe (default http://127.0.0.1:PORT, PORT from env API_SERVER_PORT or 8642; "
                              "a specific API_SERVER_HOST is used instead of 127.0.0.1)")
     health.add_argument("--timeout", type=float, default=3.0, help="seconds to wait for the answer (default 3)")
+    health.add_argument("--ready", action="store_true",
+                        help="readiness instead of liveness: GET /health/detailed and exit 1 unless its state_db and "
+                             "gateway checks are ok (a home that cannot hold state.db fails it); the key is "
+                             "API_SERVER_KEY, else the one kept in HERMES_HOME")
     return parser
 
 
@@ -98,43 +105,75 @@ def _exit_after_shutdown(signum: int, frame: object) -> None:
     raise SystemExit(0)
 
 
+def _announce_key(settings: Settings, no_auth: bool) -> Settings | str:
+    """Settings with the key to require (the kept one when none was given), or a refusal."""
+    from hermes_server.keyfile import KeyFileError, stored_key
+
+    fmt = settings.log_format
+    if settings.api_key is not None or no_auth:
+        return settings
+    try:
+        kept = stored_key(settings.home)
+    except KeyFileError as exc:
+        return f"refusing to start: {exc}"
+    if kept.generated:
+        where = (f"not kept ({kept.not_kept} writing {kept.path}): a restart makes a new one" if kept.not_kept
+                 else f"kept in {kept.path} (mode 0600) and reused on restart")
+        say(f"generated API key (send as 'Authorization: Bearer <key>'): {kept.key} ({where})", fmt)
+    else:
+        say(f"API key read from {kept.path} (send as 'Authorization: Bearer <key>'; "
+            "delete the file for a new key, or set API_SERVER_KEY)", fmt)
+    return Settings(**{**settings.__dict__, "api_key": kept.key})
+
+
 def serve(args: argparse.Namespace) -> int:
-    """Start uvicorn with the app; prints the key when it generated one."""
+    """Check everything, bind the socket, then say where it serves and run uvicorn on that socket."""
     import uvicorn
     from sse_starlette.sse import AppStatus
 
     from hermes_server.app import create_app
     from hermes_server.domain.errors import SchemaMismatch
     from hermes_server.http.heads import HeadLimits, protocol_for
+    from hermes_server.listen import ListenError, bind
     from hermes_server.store.migrate import check_existing
 
     settings, no_auth = settings_from_args(args)
-    configure_logging(settings.log_level, settings.log_format)
-    if settings.api_key is None and not no_auth:
-        settings = Settings(**{**settings.__dict__, "api_key": generate_key()})
-        print(f"hermes-server: generated API key (send as 'Authorization: Bearer <key>'): {settings.api_key}", flush=True)
+    fmt = settings.log_format
+    configure_logging(settings.log_level, fmt)
+
+    def refuse(message: str) -> int:
+        say(message, fmt, level="error", stream=sys.stderr)
+        return 2
+
+    keyed = _announce_key(settings, no_auth)
+    if isinstance(keyed, str):
+        return refuse(keyed)
+    settings = keyed
     if no_auth and not _is_loopback(settings.host):
-        print(f"hermes-server: WARNING: --no-auth on non-loopback address {settings.host}: anyone who can reach it can read and change sessions.", file=sys.stderr, flush=True)
+        say(f"--no-auth on non-loopback address {settings.host}: anyone who can reach it can read and change "
+            "sessions.", fmt, level="warning", stream=sys.stderr)
     try:
         check_existing(settings.db_path)
     except SchemaMismatch as exc:
-        print(f"hermes-server: {exc}", file=sys.stderr)
-        return 2
+        return refuse(str(exc))
     if settings.fixture_path is not None:
-        from hermes_server.testing.load import problems_of
+        from hermes_server.testing.load import problems_of, start_report
 
-        rejected = problems_of(settings.fixture_path, herm_run=settings.herm_run)
+        rejected = problems_of(settings.fixture_path, settings.db_path, herm_run=settings.herm_run)
         if rejected is not None:
-            print(f"hermes-server: {rejected.report(f'fixture {settings.fixture_path}')}", file=sys.stderr)
-            return 2
+            return refuse(start_report(settings.fixture_path, rejected))
     if settings.fixture_api and settings.api_key is None and not _is_loopback(settings.host):
-        print(f"hermes-server: WARNING: --fixture-api without a key on {settings.host}: anyone who can reach it can reset the database.", file=sys.stderr, flush=True)
+        say(f"--fixture-api without a key on {settings.host}: anyone who can reach it can reset the database.",
+            fmt, level="warning", stream=sys.stderr)
     try:
         app = create_app(settings)
     except ValueError as exc:  # an unusable --agent configuration
-        print(f"hermes-server: {exc}", file=sys.stderr)
-        return 2
-    print(f"hermes-server: serving http://{settings.host}:{settings.port} over {settings.db_path}", flush=True)
+        return refuse(str(exc))
+    try:
+        sock = bind(settings.host, settings.port)
+    except ListenError as exc:
+        return refuse(str(exc))
+    say(f"serving http://{settings.host}:{settings.port} over {settings.db_path}", fmt)
     # sse-starlette would cut every open stream the moment SIGTERM arrives; a stream is an
     # in-flight request like any other, so it gets the same grace period (below) to finish.
     AppStatus.disable_automatic_graceful_drain()
@@ -142,10 +181,8 @@ def serve(args: argparse.Namespace) -> int:
     # action would then kill the process (status -15) although nothing was lost; a clean stop
     # exits 0, as Ctrl-C does.
     signal.signal(signal.SIGTERM, _exit_after_shutdown)
-    uvicorn.run(
+    config = uvicorn.Config(
         app,
-        host=settings.host,
-        port=settings.port,
         log_level=settings.log_level,
         # Our handler and format (configure_logging) for uvicorn's loggers too, and our
         # access line instead of uvicorn's.
@@ -164,7 +201,15 @@ def serve(args: argparse.Namespace) -> int:
         http=protocol_for(HeadLimits(settings.max_request_line, settings.max_header_bytes,
                                      settings.max_head_bytes, settings.max_request_bytes)),
     )
-    return 0
+    server = uvicorn.Server(config)
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sock.close()
+    # Lifespan start-up failed (uvicorn logged why): not a clean stop.
+    return 0 if server.started else 3
 
 
 def seed(args: argparse.Namespace) -> int:
@@ -174,14 +219,21 @@ def seed(args: argparse.Namespace) -> int:
 
     from hermes_server.domain.errors import DatabaseUnavailable, DocumentError, SchemaMismatch
     from hermes_server.store.migrate import check_existing
-    from hermes_server.testing.load import read_document, seed_home
+    from hermes_server.testing.load import read_document, replace_refusal, seed_home
+    from hermes_server.testing.model import parse_fixture
 
     home = HOME.resolve(args.home)
     db_path = Settings(home=home).db_path
     path = Path(args.file).expanduser()
     try:
         check_existing(db_path)
-        result = asyncio.run(seed_home(home, read_document(path), time.time(), replace=args.replace))
+        document = read_document(path)
+        fixture = parse_fixture(document, time.time(), defer=True)
+        refusal = replace_refusal(db_path, fixture) if args.replace and not args.force and not fixture.problems else None
+        if refusal:
+            print(f"hermes-server: {refusal}", file=sys.stderr)
+            return 2
+        result = asyncio.run(seed_home(home, document, time.time(), replace=args.replace))
     except DocumentError as exc:
         print(f"hermes-server: {exc.report(f'fixture {path}')}", file=sys.stderr)
         return 1
@@ -197,42 +249,43 @@ def seed(args: argparse.Namespace) -> int:
     return 0
 
 
-def healthcheck_url(url: str | None) -> str:
+def healthcheck_url(url: str | None, path: str = "/health") -> str:
     """Where `healthcheck` probes: --url, else this container's own API_SERVER_HOST/PORT."""
     if url:
-        return url.rstrip("/") + "/health"
+        return url.rstrip("/") + path
     host = env_text("API_SERVER_HOST") or "127.0.0.1"
     if host in ("0.0.0.0", "::", ""):
         host = "127.0.0.1"
     if ":" in host:
         host = f"[{host}]"
-    return f"http://{host}:{env_text('API_SERVER_PORT') or '8642'}/health"
+    return f"http://{host}:{env_text('API_SERVER_PORT') or '8642'}{path}"
 
 
 def healthcheck(args: argparse.Namespace) -> int:
-    """Exit 0 when /health answers 200 (stdlib only: it runs in the slim image's HEALTHCHECK)."""
-    import urllib.error
-    import urllib.request
+    """Exit 0 when the server is live (or, with --ready, can serve sessions); stdlib only, for the image."""
+    from hermes_server.healthcheck import probe
 
-    url = healthcheck_url(args.url)
-    try:
-        # No proxy: the probe is always for this host, whatever HTTP_PROXY says.
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-        with opener.open(url, timeout=args.timeout) as response:
-            ok = response.status == 200
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        print(f"hermes-server healthcheck: {url}: {exc}", file=sys.stderr)
+    problem = probe(healthcheck_url(args.url, "/health/detailed" if args.ready else "/health"),
+                    ready=args.ready, timeout=args.timeout)
+    if problem:
+        print(f"hermes-server healthcheck: {problem}", file=sys.stderr)
         return 1
-    if not ok:
-        print(f"hermes-server healthcheck: {url}: status {response.status}", file=sys.stderr)
-    return 0 if ok else 1
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "serve":
-        return serve(args)
+        try:
+            return serve(args)
+        except SystemExit as refused:  # a refused option value: one line, the usage-error status
+            if not isinstance(refused.code, str):
+                raise
+            # In JSON when that was asked for, even if another option was the bad one.
+            fmt = "json" if (args.log_format or env_text("HERMES_SERVER_LOG_FORMAT")) == "json" else "text"
+            say(refused.code.removeprefix("hermes-server: "), fmt, level="error", stream=sys.stderr)
+            return 2
     if args.command == "healthcheck":
         return healthcheck(args)
     if args.command == "seed":

@@ -50,6 +50,8 @@ class Settings:
     log_format: str = "text"
     # On SIGTERM, seconds in-flight requests (chat streams included) may run on.
     shutdown_grace_seconds: float = 10.0
+    # Then, seconds chat turns still running may go on to be stored before they are cancelled.
+    turn_drain_seconds: float = 15.0
     # Test-control extensions, all off by default (docs/differences.md, "Extensions"):
     # `/_fixture/*` control API with faults and the request journal,
     fixture_api: bool = False

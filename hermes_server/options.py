@@ -9,7 +9,9 @@ so a bad value is refused with one line naming where it came from, never a trace
 from __future__ import annotations
 
 import argparse
+import math
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -19,7 +21,7 @@ from hermes_server.config import MAX_HEAD_BYTES, MAX_HEADER_BYTES, MAX_REQUEST_L
 from hermes_server.http.logs import FORMATS, LEVELS
 
 Parser = Callable[[str], Any]
-_TRUE = ("1", "true", "yes")
+_TRUE = ("1", "true", "yes", "on")
 
 
 class OptionError(ValueError):
@@ -36,8 +38,61 @@ def text(value: str) -> str:
     return value
 
 
+def name(value: str) -> str:
+    """A name or key sent in headers and bodies: printable, no spaces or control characters."""
+    if not value.isprintable() or any(c.isspace() for c in value.strip()):
+        raise OptionError(f"must be one word of printable characters, got {value!r}")
+    return value
+
+
 def path(value: str) -> Path:
     return Path(value.strip()).expanduser()
+
+
+def existing_file(what: str) -> Parser:
+    """A file that must already be there when the server starts (`what` names it in the refusal)."""
+    def parse(value: str) -> Path:
+        found = path(value)
+        if not found.is_file():
+            raise OptionError(f"cannot read {what} {str(found)!r}: " +
+                              ("it is a directory" if found.is_dir() else "no such file"))
+        return found
+    return parse
+
+
+_HOST_NAME = re.compile(r"(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*")
+
+
+def host(value: str) -> str:
+    """An IP address or a host name (whether it resolves is found when the socket is bound)."""
+    import ipaddress
+
+    candidate = value.strip()
+    try:
+        ipaddress.ip_address(candidate)
+        return candidate
+    except ValueError:
+        pass
+    if "://" in candidate or "/" in candidate:
+        raise OptionError(f"must be an address or host name such as 127.0.0.1 or 0.0.0.0, not a URL: {value!r}")
+    if not _HOST_NAME.fullmatch(candidate):
+        raise OptionError(f"must be an IP address or host name such as 127.0.0.1, 0.0.0.0 or localhost, got {value!r}")
+    return candidate
+
+
+def url(value: str) -> str:
+    """An http(s) URL with a host, e.g. http://127.0.0.1:8080/v1."""
+    from urllib.parse import urlsplit
+
+    candidate = value.strip()
+    try:
+        parts = urlsplit(candidate)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise OptionError(f"must be an http:// or https:// URL such as http://127.0.0.1:8080/v1, got {value!r}")
+    return candidate
 
 
 def whole(minimum: int, maximum: int | None = None) -> Parser:
@@ -59,8 +114,8 @@ def positive(value: str) -> float:
         number = float(value)
     except ValueError:
         raise OptionError(f"must be a number of seconds, got {value!r}") from None
-    if not number > 0:
-        raise OptionError("must be greater than 0")
+    if not number > 0 or math.isinf(number):
+        raise OptionError(f"must be greater than 0 and finite, got {value!r}")
     return number
 
 
@@ -73,7 +128,16 @@ def one_of(choices: Sequence[str]) -> Parser:
 
 
 def origins(value: str) -> tuple[str, ...]:
-    return tuple(o.strip() for o in value.split(",") if o.strip())
+    """`*`, or browser origins: scheme://host[:port], nothing after."""
+    found = tuple(o.strip() for o in value.split(",") if o.strip())
+    for origin in found:
+        if origin != "*" and not re.fullmatch(r"[a-z][a-z0-9+.-]*://[^/?#\s]+", origin):
+            raise OptionError(f"must be * or comma-separated origins like http://localhost:3000 "
+                              f"(scheme://host[:port], no path), got {origin!r}")
+    return found
+
+
+_FALSE = ("0", "false", "no", "off")
 
 
 @dataclass(frozen=True)
@@ -104,8 +168,11 @@ class Option:
     def resolve(self, given: Any) -> Any:
         """The value from the flag (`given`), else the environment, else the default."""
         if self.switch:
-            from_env = self.env is not None and (env_text(self.env) or "").lower() in _TRUE
-            return bool(given) or from_env
+            raw = (env_text(self.env) or "") if self.env else ""
+            if raw and raw.lower() not in _TRUE + _FALSE:
+                raise SystemExit(f"hermes-server: {self.env}={raw!r} must be one of "
+                                 f"{'/'.join(_TRUE)} (on) or {'/'.join(_FALSE)} (off)")
+            return bool(given) or raw.lower() in _TRUE
         if given is not None:
             source, raw = self.flag, given
         elif self.env and env_text(self.env) is not None:
@@ -125,7 +192,7 @@ HOME = Option("home", "--home", "HERMES_HOME", Path.home() / ".hermes", path,
 
 SERVE_OPTIONS: tuple[Option, ...] = (
     HOME,
-    Option("host", "--host", "API_SERVER_HOST", "127.0.0.1", text, "address to listen on", metavar="ADDR"),
+    Option("host", "--host", "API_SERVER_HOST", "127.0.0.1", host, "address to listen on", metavar="ADDR"),
     Option("port", "--port", "API_SERVER_PORT", 8642, whole(1, 65535), "port to listen on", metavar="N"),
     Option("api_key", "--api-key", "API_SERVER_KEY", None, text,
            "bearer key clients must send; generated and printed when absent", metavar="KEY",
@@ -133,7 +200,7 @@ SERVE_OPTIONS: tuple[Option, ...] = (
     Option("no_auth", "--no-auth", "HERMES_SERVER_NO_AUTH", False, text,
            "run without any key, as upstream does when none is configured "
            "(all routes open; X-Hermes-Session-Key answered 403)", switch=True),
-    Option("model_name", "--model-name", "API_SERVER_MODEL_NAME", "hermes-agent", text,
+    Option("model_name", "--model-name", "API_SERVER_MODEL_NAME", "hermes-agent", name,
            "advertised model name, the default `model` of new sessions", metavar="NAME"),
     Option("cors_origins", "--cors-origins", "API_SERVER_CORS_ORIGINS", (), origins,
            "comma-separated browser origins allowed, or *", metavar="LIST",
@@ -145,17 +212,21 @@ SERVE_OPTIONS: tuple[Option, ...] = (
     Option("shutdown_grace_seconds", "--shutdown-grace", "HERMES_SERVER_SHUTDOWN_GRACE", 10.0, positive,
            "on SIGTERM/SIGINT, how long in-flight requests and open chat streams may run on before they are cut",
            metavar="SECONDS", shown_default="10"),
+    Option("turn_drain_seconds", "--turn-drain", "HERMES_SERVER_TURN_DRAIN", 15.0, positive,
+           "after the grace period, how long chat turns still running (their requests ended) may run on to be "
+           "stored before they are cancelled; a stop takes at most --shutdown-grace plus this",
+           metavar="SECONDS", shown_default="15"),
     Option("agent", "--agent", "HERMES_SERVER_AGENT", "echo", one_of(AGENT_NAMES),
            "who answers chat turns: echo (offline, deterministic), openai (an OpenAI-compatible "
            "chat-completions server), script (replies read from --agent-script)", group="chat", metavar="NAME"),
-    Option("agent_base_url", "--agent-base-url", "HERMES_SERVER_AGENT_BASE_URL", None, text,
+    Option("agent_base_url", "--agent-base-url", "HERMES_SERVER_AGENT_BASE_URL", None, url,
            "openai agent: base URL ending before /chat/completions, e.g. http://127.0.0.1:8080/v1",
            group="chat", metavar="URL"),
-    Option("agent_model", "--agent-model", "HERMES_SERVER_AGENT_MODEL", None, text,
+    Option("agent_model", "--agent-model", "HERMES_SERVER_AGENT_MODEL", None, name,
            "openai agent: model name to request", group="chat", metavar="NAME", shown_default="--model-name"),
-    Option("agent_api_key", "--agent-api-key", "HERMES_SERVER_AGENT_API_KEY", None, text,
+    Option("agent_api_key", "--agent-api-key", "HERMES_SERVER_AGENT_API_KEY", None, name,
            "openai agent: bearer key for the backend", group="chat", metavar="KEY"),
-    Option("agent_script", "--agent-script", "HERMES_SERVER_AGENT_SCRIPT", None, path,
+    Option("agent_script", "--agent-script", "HERMES_SERVER_AGENT_SCRIPT", None, existing_file("agent script"),
            "script agent: JSON file of replies, tool runs, delays and failures, re-read every turn "
            "(format in hermes_server/agents/script.py)", group="chat", metavar="FILE"),
     Option("keepalive_seconds", "--keepalive-seconds", "HERMES_SERVER_KEEPALIVE_SECONDS", 30.0, positive,
@@ -173,7 +244,7 @@ SERVE_OPTIONS: tuple[Option, ...] = (
     Option("max_head_bytes", "--max-head-bytes", "HERMES_SERVER_MAX_HEAD_BYTES", MAX_HEAD_BYTES, whole(256),
            "most bytes of the request line and all header lines together (longer: 431, connection closed)",
            group="request heads", metavar="BYTES"),
-    Option("fixture_path", "--fixture", "HERMES_SERVER_FIXTURE", None, path,
+    Option("fixture_path", "--fixture", "HERMES_SERVER_FIXTURE", None, existing_file("fixture"),
            "merge this fixture file into state.db at start; POST /_fixture/reset returns to it",
            group="test control", metavar="FILE"),
     Option("fixture_api", "--fixture-api", "HERMES_SERVER_FIXTURE_API", False, text,

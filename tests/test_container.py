@@ -58,6 +58,7 @@ class Image:
     """What the Dockerfile declares, after the replay of its build steps."""
 
     env: dict[str, str] = field(default_factory=dict)
+    args: dict[str, str] = field(default_factory=dict)
     skipped: list[list[str]] = field(default_factory=list)
     user: str = ""
     volumes: list[str] = field(default_factory=list)
@@ -73,8 +74,12 @@ def replay(root: Path, venv: Path) -> Image:
     image = Image()
     workdir = root
     for keyword, args in instructions(DOCKERFILE.read_text()):
-        if keyword == "FROM":
-            assert re.fullmatch(r"python:3\.11(\.\d+)?-slim(-\w+)?", args), args
+        if keyword == "ARG":
+            name, _, default = args.partition("=")
+            image.args[name] = default
+        elif keyword == "FROM":
+            base = re.sub(r"\$\{(\w+)\}", lambda m: image.args[m.group(1)], args)
+            assert re.fullmatch(r"python:3\.11(\.\d+)?-slim(-\w+)?", base), args
         elif keyword == "ENV":
             image.env.update(_assignments(args))
         elif keyword == "WORKDIR":
@@ -181,8 +186,9 @@ def test_image_runs_as_a_user_with_state_in_the_volume(image: tuple[Image, Path,
     assert built.skipped[2] == ["chown", "hermes:hermes", "/data"]
     assert built.exposed == [built.env["API_SERVER_PORT"]]
     assert built.env["API_SERVER_HOST"] == "0.0.0.0"
-    # `docker stop` sends SIGKILL after 10 s: streams must be ended before that.
-    assert float(built.env["HERMES_SERVER_SHUTDOWN_GRACE"]) < 10
+    # `docker stop` sends SIGKILL after 10 s: requests, streams and the turns they started
+    # must all be ended before that.
+    assert float(built.env["HERMES_SERVER_SHUTDOWN_GRACE"]) + float(built.env["HERMES_SERVER_TURN_DRAIN"]) < 10
 
 
 def _healthy(command: list[str], venv: Path, env: dict[str, str]) -> int:
@@ -230,12 +236,12 @@ def test_compose_file_waits_for_a_healthy_fixture() -> None:
     hermes, client = services["hermes"], services["lifecycle-check"]
     assert (COMPOSE.parent / hermes["build"]["context"] / hermes["build"]["dockerfile"]).resolve() == DOCKERFILE
     assert hermes["healthcheck"]["test"][0] == "CMD" and hermes["healthcheck"]["test"][1:] == ["hermes-server",
-                                                                                                "healthcheck"]
+                                                                                                "healthcheck", "--ready"]
     assert all(re.fullmatch(r"\d+s", str(hermes["healthcheck"][k])) for k in ("interval", "timeout", "start_period"))
     assert client["depends_on"] == {"hermes": {"condition": "service_healthy"}}
     assert client["environment"]["HERMES_URL"] == "http://hermes:8642"
     assert client["environment"]["API_SERVER_KEY"] == hermes["environment"]["API_SERVER_KEY"]
     assert hermes["volumes"] == ["hermes-data:/data"] and "hermes-data" in compose["volumes"]
-    assert _seconds(hermes["stop_grace_period"]) > 8  # longer than the image's shutdown grace
+    assert _seconds(hermes["stop_grace_period"]) > 9  # longer than the image's grace plus turn drain
     for spec in client["volumes"]:
         assert (COMPOSE.parent / spec.split(":")[0]).is_file(), spec

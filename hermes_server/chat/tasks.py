@@ -13,10 +13,6 @@ from typing import Any, Coroutine
 
 log = logging.getLogger("hermes_server")
 
-# How long shutdown waits for chat turns still running before it cancels them.
-TURN_DRAIN_SECONDS = 15.0
-
-
 class TurnTasks:
     """The set of running turn tasks."""
 
@@ -41,7 +37,7 @@ class TurnTasks:
         if self.running:
             await asyncio.wait(set(self.running), timeout=timeout)
 
-    async def drain(self, timeout: float = TURN_DRAIN_SECONDS) -> None:
+    async def drain(self, timeout: float) -> None:
         """Let running turns finish (and write); cancel those still running after `timeout`."""
         if not self.running:
             return

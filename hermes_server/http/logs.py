@@ -53,8 +53,22 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(payload, ensure_ascii=False)
 
 
+class ShutdownCutIsNotAnError(logging.Filter):
+    """uvicorn logs the end of its graceful-shutdown timeout at ERROR; here it is the documented
+    end of the grace period (streams closed cleanly, turns still stored), so a warning."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.ERROR and "timeout graceful shutdown exceeded" in str(record.msg):
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+            record.msg = "shutdown grace period over: ending %d request(s) still running"
+        return True
+
+
 def configure_logging(level: str = "info", fmt: str = "text") -> None:
     """Send every logger (uvicorn's included) to stderr in the chosen format."""
+    uvicorn_errors = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, ShutdownCutIsNotAnError) for f in uvicorn_errors.filters):
+        uvicorn_errors.addFilter(ShutdownCutIsNotAnError())
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT))
     root = logging.getLogger()
@@ -117,3 +131,14 @@ def log_failure(exc: BaseException, method: str, route: str | None, request_id: 
     error_log.error("unhandled error in %s %s (request %s)", method, route or "-", request_id,
                     exc_info=(type(exc), exc, exc.__traceback__),
                     extra={"fields": {"method": method, "route": route or "-", "request_id": request_id}})
+
+
+def say(message: str, fmt: str, *, level: str = "info", stream: Any = None) -> None:
+    """A start-up or refusal line of the CLI, in the log format chosen (text keeps its `hermes-server:` form)."""
+    if fmt == "json":
+        record = logging.makeLogRecord({"name": "hermes_server.cli", "levelname": level.upper(),
+                                        "levelno": getattr(logging, level.upper()), "msg": message})
+        line = JsonFormatter().format(record)
+    else:
+        line = f"hermes-server: {'WARNING: ' if level == 'warning' else ''}{message}"
+    print(line, file=stream or sys.stdout, flush=True)

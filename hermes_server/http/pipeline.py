@@ -42,9 +42,29 @@ _CORS_METHODS = "GET, POST, DELETE, OPTIONS"
 _CORS_HEADERS = "Authorization, Content-Type, Idempotency-Key"
 # herm.run clients authenticate with `x-api-key`; browsers may send it only while that dialect is served.
 _HERM_RUN_HEADER = "x-api-key"
+# The answer of a request whose handler was still running when shutdown's grace ran out.
+SHUTTING_DOWN = ApiError(503, "Server is shutting down; the request ended before its answer was ready. "
+                              "A chat turn it started still finishes and is stored.", "server_shutting_down",
+                         headers={"Connection": "close"})
 # Where the pipeline leaves the matched route and the request id for outer layers and logs.
 ROUTE_KEY = "hermes.route"
 REQUEST_ID_KEY = "hermes.request_id"
+# The session a request created or answered for, when the path does not name it (or names
+# another: a compression continuation); the access line shows it.
+SESSION_KEY = "hermes.session_id"
+
+
+def note_session(request: Request, session_id: str) -> None:
+    """Say which session this request is about, for its access line."""
+    request.scope[SESSION_KEY] = session_id
+
+
+def _note_answered_session(scope: Scope, start: Message) -> None:
+    """Chat answers name their effective session in X-Hermes-Session-Id: the access line uses it."""
+    for name, value in start.get("headers", ()):
+        if name.lower() == b"x-hermes-session-id":
+            scope[SESSION_KEY] = value.decode("latin-1")
+            return
 
 
 def cors_headers(settings: Settings, origin: str) -> dict[str, str] | None:
@@ -99,6 +119,7 @@ class Pipeline:
             nonlocal status, completed
             if message["type"] == "http.response.start":
                 status = message["status"]
+                _note_answered_session(scope, message)
             elif message["type"] == "http.response.body" and not message.get("more_body", False):
                 completed = True
             await send(message)
@@ -117,13 +138,19 @@ class Pipeline:
             if not completed:
                 await self._finish(send_and_note, started=status != 0)
         except asyncio.CancelledError:
-            if not status:
-                raise
             # Shutdown's grace period ran out: uvicorn cancels what is still running only
-            # to end it. End the stream with its last chunk (the client sees a closed
-            # stream, not a reset) and return normally: the request is over, not failed.
+            # to end it. End a stream with its last chunk (the client sees a closed stream,
+            # not a reset), answer a request that had not started its response with a 503
+            # saying so (a chat turn it started still finishes and is stored), and return
+            # normally: the request is over, not failed.
+            route = scope.get(ROUTE_KEY)
             if not completed:
-                await self._finish(send_and_note, started=True)
+                if status:
+                    await self._finish(send_and_note, started=True)
+                else:
+                    await self._shutting_down(send_and_note)
+            log.info("%s %s: ended by shutdown after the grace period (request %s)", scope["method"],
+                     route.template if route else "-", request_id)
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
@@ -131,7 +158,7 @@ class Pipeline:
             if not completed:  # a stream that stopped early (its client left, or shutdown)
                 await self._finish(send_and_note, started=status != 0)
         finally:
-            session_id = scope.get("path_params", {}).get("session_id") if route else None
+            session_id = scope.get(SESSION_KEY) or (scope.get("path_params", {}).get("session_id") if route else None)
             log_access(scope["method"], route.template if route else None, status,
                        time.perf_counter() - started, session_id, request_id)
 
@@ -145,6 +172,13 @@ class Pipeline:
                 await PlainTextResponse(SERVER_ERROR_TEXT, 500)({"type": "http"}, _no_receive, send)
         except Exception:  # noqa: BLE001 - the client is gone; nothing more to tell it
             log.debug("could not finish a response", exc_info=True)
+
+    @staticmethod
+    async def _shutting_down(send: Send) -> None:
+        try:
+            await SHUTTING_DOWN.response()({"type": "http"}, _no_receive, send)
+        except Exception:  # noqa: BLE001 - the client is gone; nothing more to tell it
+            log.debug("could not answer a request cut by shutdown", exc_info=True)
 
     async def dispatch(self, request: Request) -> tuple[Response, Route | None]:
         """Run the pipeline for one request; returns the response and the matched route."""

@@ -26,6 +26,7 @@ from hermes_server.http.routing import Operation, Route
 from hermes_server.openapi.document import build_document, operations
 from hermes_server.openapi.schemas import AUTH_ERRORS
 from hermes_server.store import health as store_health
+from hermes_server.store import home_check as store_home
 
 PLATFORM = "hermes-agent"
 
@@ -86,12 +87,14 @@ async def health(request: Request, ctx: AppContext) -> Response:
 async def _state_db_check(ctx: AppContext) -> dict[str, Any]:
     """Read the schema through the reader pool; a missing state.db is not created by a probe."""
     if not ctx.db.is_open and not ctx.settings.db_path.exists():
-        return readiness.check(readiness.OK, "not initialized")
+        # A home that could not hold it is not "not initialized": say why (by class) instead.
+        reason = ctx.db.home_problems.check()
+        return readiness.check(readiness.DEGRADED, reason) if reason else readiness.check(readiness.OK, "not initialized")
     try:
         await ctx.db.read(store_health.ping)
     except (DatabaseUnavailable, SchemaMismatch, sqlite3.Error) as exc:
         # Only the class name: never paths or messages, which may carry secrets.
-        return readiness.check(readiness.DEGRADED, type(exc).__name__)
+        return readiness.check(readiness.DEGRADED, type(store_home.cause(exc)).__name__)
     return readiness.check(readiness.OK)
 
 

@@ -22,6 +22,7 @@ from hermes_server.http.errors import (
     session_exists,
     session_not_found,
 )
+from hermes_server.http.pipeline import note_session
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.domain.errors import SessionGone, StorageFault
 from hermes_server.http.routing import Operation, Route
@@ -80,6 +81,7 @@ async def create_session(request: Request, ctx: AppContext) -> Response:
     problem = create_id_error(session_id, lax=ctx.quirks.lax_create_ids)
     if problem:
         raise refuse_id(session_id, problem)
+    note_session(request, session_id)
     model = body.get("model") or ctx.settings.model_name
     system_prompt = body.get("system_prompt")
     if system_prompt is not None and not isinstance(system_prompt, str):

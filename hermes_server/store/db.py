@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from hermes_server.domain.errors import DatabaseUnavailable, SchemaMismatch
+from hermes_server.store.home_check import HomeProblems
 from hermes_server.store import migrate
 from hermes_server.store.storage_faults import WriteHealth, refusing_write, storage_fault
 
@@ -186,6 +187,8 @@ class Database:
         # Whether writes fail for a storage reason (full disk, read-only, I/O error), and
         # the injected faults that make them fail so on purpose (storage_faults.py).
         self.write_health = WriteHealth()
+        # Why state.db cannot be opened now (logged once per change), for readiness.
+        self.home_problems = HomeProblems(path)
 
     # -- opening -----------------------------------------------------------
 
@@ -231,6 +234,7 @@ class Database:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             conn = connect(self.path)
         except (OSError, sqlite3.Error) as exc:
+            self.home_problems.open_failed(exc)
             raise DatabaseUnavailable(f"cannot open {self.path}: {exc}") from exc
         try:
             self._prepare(conn, self.path)
@@ -239,8 +243,10 @@ class Database:
             raise
         except sqlite3.Error as exc:
             conn.close()
+            self.home_problems.open_failed(exc)
             raise DatabaseUnavailable(f"cannot prepare {self.path}: {exc}") from exc
         self._writer_conn = conn
+        self.home_problems.opened()
 
     def _reader(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)

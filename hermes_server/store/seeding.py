@@ -74,3 +74,13 @@ def counts(conn: sqlite3.Connection) -> tuple[int, int]:
     sessions = conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
     messages = conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
     return sessions, messages
+
+
+def foreign_sources(conn: sqlite3.Connection, keep: Iterable[str]) -> dict[str, int]:
+    """Sessions the API server did not write (source other than api_server), by source, ids in `keep` aside."""
+    kept = set(keep)
+    found: dict[str, int] = {}
+    for session_id, source in conn.execute("SELECT id, source FROM sessions WHERE source IS NOT 'api_server'"):
+        if session_id not in kept:
+            found[source or "none"] = found.get(source or "none", 0) + 1
+    return found

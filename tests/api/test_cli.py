@@ -190,13 +190,14 @@ def test_no_auth_from_the_environment(launch) -> None:
     assert r.status_code == 403
 
 
-NO_BIND = ("import sys, uvicorn; uvicorn.run = lambda *a, **k: None; from hermes_server.cli import main; "
-           "sys.exit(main(sys.argv[1:]))")
+NO_BIND = ("import socket, sys, uvicorn, hermes_server.listen as listen; listen.bind = lambda h, p: socket.socket(); "
+           "uvicorn.Server.run = lambda self, sockets=None: setattr(self, 'started', True); "
+           "from hermes_server.cli import main; sys.exit(main(sys.argv[1:]))")
 
 
 @pytest.mark.parametrize(("host", "warned"), [("0.0.0.0", True), ("127.0.0.1", False)])
 def test_no_auth_warns_off_loopback(tmp_path: Path, host: str, warned: bool) -> None:
-    """Checked without binding (uvicorn.run is stubbed), so no test ever listens beyond loopback."""
+    """Checked without binding (the bind and uvicorn's run are stubbed), so no test ever listens beyond loopback."""
     out = subprocess.run([sys.executable, "-c", NO_BIND, "serve", "--no-auth", "--host", host,
                           "--home", str(tmp_path / "h")], capture_output=True, text=True, timeout=30, env=clean_env())
     assert out.returncode == 0, out.stderr

@@ -312,7 +312,10 @@ def test_seed_command_without_a_server_replace_and_yaml(tmp_path: Path) -> None:
     assert counts(home / "state.db") == (7, 9)
     doc = tmp_path / "b.json"
     write(doc, {"sessions": [{"id": "only"}]})
-    assert seed_cli(str(doc), "--home", str(home), "--replace").returncode == 0
+    # FIXTURE holds cli/telegram/... sessions, which --replace counts as not written by
+    # hermes-server (test_fixture_edges.py): replacing them takes --force.
+    assert seed_cli(str(doc), "--home", str(home), "--replace").returncode == 2
+    assert seed_cli(str(doc), "--home", str(home), "--replace", "--force").returncode == 0
     assert counts(home / "state.db") == (1, 0)
     done = seed_cli(str(tmp_path / "missing.json"), "--home", str(home))
     assert done.returncode == 1 and "cannot read" in done.stderr

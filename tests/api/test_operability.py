@@ -78,7 +78,7 @@ def test_one_json_access_line_per_request_without_content(tmp_path: Path) -> Non
         ("GET", "-", 404),
         ("PUT", "/api/sessions/{session_id}", 405),
     ]
-    assert [r["session_id"] for r in records] == ["-", "ops", "ops", "ops", "-", "line\\x0abreak", "-", "-", "ops"]
+    assert [r["session_id"] for r in records] == ["ops", "ops", "ops", "ops", "-", "line\\x0abreak", "-", "-", "ops"]
     assert all(isinstance(r["duration_ms"], float) and r["duration_ms"] >= 0 for r in records)
     assert len({r["request_id"] for r in records}) == len(records)
     assert all(re.fullmatch(r"[0-9a-f]{16}", r["request_id"]) for r in records)

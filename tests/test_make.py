@@ -1,0 +1,39 @@
+"""The Makefile a new user runs first: `make serve PORT=…`, and how the README's bare commands are reached."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="no make on PATH")
+
+
+def dry_run(*args: str) -> str:
+    """What `make -n` would run (nothing is run; the venv stamp is taken as made)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}  # under make test
+    done = subprocess.run(["make", "--no-print-directory", "-n", "-o", ".venv/.installed", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=30, check=True, env=env)
+    return done.stdout
+
+
+def test_make_serve_passes_port_and_host_on() -> None:
+    assert dry_run("serve").splitlines()[-1].split() == [".venv/bin/hermes-server", "serve"]
+    assert dry_run("serve", "PORT=9000", "HOST=0.0.0.0").splitlines()[-1].split() == [
+        ".venv/bin/hermes-server", "serve", "--port", "9000", "--host", "0.0.0.0"]
+
+
+def test_make_serve_says_how_to_run_the_other_commands() -> None:
+    assert ".venv/bin/hermes-server COMMAND" in dry_run("serve")
+    assert dry_run("cli", "ARGS=seed fixture.json").splitlines()[-1].split() == [
+        ".venv/bin/hermes-server", "seed", "fixture.json"]
+    readme = (ROOT / "README.md").read_text()
+    assert "make serve PORT=9000" in readme and ".venv/bin/hermes-server" in readme and "make cli ARGS=" in readme
+
+
+def test_make_test_container_runs_the_docker_test() -> None:
+    assert "tests/test_container_docker.py" in dry_run("test-container")
