@@ -48,10 +48,12 @@ BAD_VALUES: dict[str, list[str]] = {
     "max_header_bytes": ["x"],
     "max_head_bytes": ["-5"],
     "fixture_path": ["/nonexistent/fixture.json"],
+    "herm_run_allowance": ["-1", "some"],
+    "herm_run_window_seconds": ["0", "inf", "a minute"],
 }
-# Checked elsewhere or free-form: the home (readiness reports an unusable one), the key
-# (the key policy in test_cli.py) and switches (their environment values, below).
-NOT_IN_TABLE = {"home", "api_key"}
+# Checked elsewhere or free-form: the home (readiness reports an unusable one), the keys
+# (the key policy in test_cli.py and tests/hermrun) and switches (their environment values, below).
+NOT_IN_TABLE = {"home", "api_key", "herm_run_key"}
 
 
 def test_every_row_has_a_bad_value_case() -> None:
