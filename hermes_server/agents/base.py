@@ -24,6 +24,15 @@ SYSTEM_PROMPT = (
 )
 
 
+class ApprovalGate(Protocol):
+    """Who decides whether a tool that needs approval may run (a structured run's client)."""
+
+    async def ask(self, request: dict[str, Any]) -> str:
+        """Wait for the choice on `request` (command, pattern_key, description, allow_permanent):
+        `once`, `session`, `always` or `deny`."""
+        ...
+
+
 @dataclass(frozen=True)
 class TurnRequest:
     """Everything an agent may use for one turn."""
@@ -32,6 +41,8 @@ class TurnRequest:
     history: list[dict[str, Any]]
     user_message: UserMessage
     system_message: str | None = None
+    # Where a tool that needs approval asks; None: nobody can answer, the tool is blocked.
+    approvals: ApprovalGate | None = None
 
 
 @dataclass(frozen=True)
@@ -106,7 +117,7 @@ class Agent(Protocol):
         ...
 
 
-def assistant_message(text: str | None, finish_reason: str = "stop") -> dict[str, Any]:
+def assistant_message(text: str | None, finish_reason: str | None = "stop") -> dict[str, Any]:
     """The final assistant message of a turn, shaped as upstream's agent reports it."""
     return {"role": "assistant", "content": text, "finish_reason": finish_reason, "reasoning": None}
 
