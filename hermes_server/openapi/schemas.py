@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from hermes_server.openapi.runs_schemas import RUN_PARAMETERS, RUN_RESPONSES, RUN_SCHEMAS
+
 
 # Error answers shared by many operations, to merge into `Operation.responses`.
 AUTH_ERRORS = {401: "Unauthorized"}
@@ -239,6 +241,7 @@ SCHEMAS: dict[str, Any] = {
     "FixtureRequest": {"type": "object", "description": "A fixture, fault list, reset or clock document "
                                                        "(docs/fixtures.md)."},
     "FixtureReply": {"type": "object", "required": ["object"], "properties": {"object": {"type": "string"}}},
+    **RUN_SCHEMAS,
 }
 
 
@@ -296,6 +299,7 @@ RESPONSES: dict[str, Any] = {
     "ServerError": _error("The agent failed during the turn (`server_error`)."),
     "Unavailable": _error("state.db cannot be opened, or its storage fails under it: a full disk, a read-only "
                           "file, an I/O error (`session_db_unavailable`; the message names the cause)."),
+    **RUN_RESPONSES,
 }
 
 PARAMETERS: dict[str, Any] = {
@@ -332,4 +336,5 @@ PARAMETERS: dict[str, Any] = {
     "X-Hermes-Session-Key": {"name": "X-Hermes-Session-Key", "in": "header",
                              "description": "Long-term memory scope of the turn (at most 256 characters).",
                              "schema": {"type": "string", "maxLength": 256}},
+    **RUN_PARAMETERS,
 }

@@ -28,6 +28,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from hermes_server.agents.base import AgentEvent, Delta, ToolEvent
+from hermes_server.chat.slots import check_capacity
 from hermes_server.chat.turn import ChatTurn, answer, run_turn, settle
 from hermes_server.context import AppContext
 from hermes_server.domain.errors import CompletionFailed
@@ -84,6 +85,7 @@ def _continuation(request: Request, api_key: str | None) -> str | None:
 async def _validated(request: Request, ctx: AppContext) -> CompletionRequest:
     settings = ctx.settings
     check_bearer(request, settings.api_key)
+    check_capacity(settings.max_concurrent_runs, ctx.turns)
     body = await read_json_object(request, settings.max_request_bytes)
     conversation = parse_messages(body)
     key = session_key(request, settings.api_key)
