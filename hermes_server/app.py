@@ -22,7 +22,7 @@ from hermes_server.domain.ids import IdSource
 from hermes_server.http.errors import HERMES_ERRORS
 from hermes_server.http.pipeline import Pipeline
 from hermes_server.http.routing import Route, Router
-from hermes_server.routes import chat, completions, discovery, runs, sessions
+from hermes_server.routes import chat, completions, discovery, responses, runs, sessions
 from hermes_server.store.db import Database
 
 if TYPE_CHECKING:
@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 
 def build_routes() -> list[Route]:
     """Every Hermes path this server serves, in upstream's order (discovery, sessions, chat)."""
-    return [*discovery.routes(), *sessions.routes(), *chat.routes(), *completions.routes(), *runs.routes()]
+    return [*discovery.routes(), *sessions.routes(), *chat.routes(), *completions.routes(), *responses.routes(),
+            *runs.routes()]
 
 
 class HermesApp:

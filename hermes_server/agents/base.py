@@ -65,6 +65,8 @@ class ToolEvent:
     preview: str | None = None
     args: dict[str, Any] | None = None
     call_id: str | None = None
+    # What the tool returned (on its completion; the Responses stream shows it).
+    result: str | None = None
 
 
 # How much of the reasoning text a `Progress` event carries (the stream shows a preview).

@@ -205,7 +205,7 @@ class ScriptAgent:
                     if choice == "deny":
                         failed, result = True, BLOCKED_RESULT
                 messages += _tool_messages(step, call_id, result)
-                yield ToolEvent("failed" if failed else "completed", step["tool"], call_id=call_id)
+                yield ToolEvent("failed" if failed else "completed", step["tool"], call_id=call_id, result=result)
         reply = "".join(streamed) if scripted.reply is _UNSET else scripted.reply
         if not streamed and reply:
             for piece in word_deltas(reply):

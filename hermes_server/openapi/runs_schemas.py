@@ -105,8 +105,12 @@ RUN_RESPONSES: dict[str, Any] = {
     "RunApprovalResponse": _json("How many pending approvals the choice answered.", "RunApprovalResponse"),
     "TooManyRuns": {**_json("As many agent turns are live as the server allows (`rate_limit_exceeded`).", "Error"),
                     "headers": {"Retry-After": {"schema": {"type": "string"}}}},
-    "ResponseObject": _json("The response (plain), or with `stream` its `response.*` events.", "Response",
-                            _SESSION_ID),
+    "ResponseObject": {
+        **_json("The response (plain), or with `stream` its `response.*` events.", "Response", _SESSION_ID),
+        "content": {"application/json": {"schema": _ref("Response")},
+                    "text/event-stream": {"schema": {"type": "object", "description": "`event: response.*` frames, "
+                                                     "each payload ending with its `sequence_number`."}}},
+    },
     "StoredResponse": _json("The stored response object, exactly as it was answered.", "Response"),
     "ResponseDeleted": _json("The response is no longer stored.", "ResponseDeleted"),
 }
