@@ -20,7 +20,6 @@ runs, so they name the requested id, as upstream's do.
 from __future__ import annotations
 
 import logging
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,8 +109,8 @@ def _usage(usage: Usage | None) -> dict[str, int]:
     }
 
 
-def _completion_id() -> str:
-    return f"chatcmpl-{uuid.uuid4().hex[:29]}"
+def _completion_id(ctx: AppContext) -> str:
+    return f"chatcmpl-{ctx.ids.hex(29)}"
 
 
 # -- the non-streaming answer ---------------------------------------------------
@@ -128,7 +127,7 @@ async def _complete(request: Request, ctx: AppContext, req: CompletionRequest) -
         outcome = await answer(ctx, req.turn, CompletionFailed)
     return HermesJSONResponse(
         {
-            "id": _completion_id(),
+            "id": _completion_id(ctx),
             "object": "chat.completion",
             "created": int(ctx.now()),
             "model": req.model,
@@ -154,7 +153,7 @@ class ChunkStream:
     """
 
     def __init__(self, ctx: AppContext, model: Any) -> None:
-        self.completion_id = _completion_id()
+        self.completion_id = _completion_id(ctx)
         self.created = int(ctx.now())
         self.model = model
         self.open_tools: dict[str, str] = {}
