@@ -17,6 +17,7 @@ from typing import Any
 
 from hermes_server.domain.content import ContentError, has_visible_payload, normalize_content
 from hermes_server.domain.openai_messages import MessagesError, request_bool
+from hermes_server.domain.titles import scrub_surrogates
 
 # Most history messages a request with `truncation: "auto"` keeps.
 TRUNCATION_LIMIT = 100
@@ -82,6 +83,11 @@ def parse_response_input(body: dict[str, Any], served_model: str) -> ResponseInp
         raise MessagesError("Cannot use both 'conversation' and 'previous_response_id'")
     if conversation and isinstance(conversation, (dict, list)):
         raise MessagesError("'conversation' must be a string", param="conversation")
+    if conversation and not isinstance(conversation, str):
+        # A number names the conversation by its text, as SQLite's TEXT column stores it upstream.
+        conversation = str(int(conversation)) if isinstance(conversation, bool) else str(conversation)
+    if isinstance(conversation, str):
+        conversation = scrub_surrogates(conversation)
     messages = _input_messages(raw_input)
     raw_history = body.get("conversation_history")
     history = _history(raw_history) if raw_history else []

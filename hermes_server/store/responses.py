@@ -23,6 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
+from hermes_server.domain.titles import has_lone_surrogate
+
 log = logging.getLogger("hermes_server.store")
 
 T = TypeVar("T")
@@ -39,6 +41,11 @@ _CONVERSATIONS_DDL = """CREATE TABLE IF NOT EXISTS conversations (
                 name TEXT PRIMARY KEY,
                 response_id TEXT NOT NULL
             )"""
+
+
+def _storable(key: Any) -> bool:
+    """Whether `key` can name a row at all (text SQLite can encode); any other key is simply absent."""
+    return isinstance(key, str) and not has_lone_surrogate(key)
 
 
 class ResponseStore:
@@ -85,7 +92,7 @@ class ResponseStore:
 
     async def get(self, response_id: Any) -> dict[str, Any] | None:
         """The stored entry (`response`, `conversation_history`, `instructions`, `session_id`), refreshed."""
-        if not isinstance(response_id, str):
+        if not _storable(response_id):
             return None
 
         def get(conn: sqlite3.Connection) -> dict[str, Any] | None:
@@ -121,6 +128,8 @@ class ResponseStore:
 
     async def delete(self, response_id: str) -> bool:
         """Forget a response and the conversation names pointing at it; False when it was not stored."""
+        if not _storable(response_id):
+            return False
         def delete(conn: sqlite3.Connection) -> bool:
             conn.execute("DELETE FROM conversations WHERE response_id = ?", (response_id,))
             gone = conn.execute("DELETE FROM responses WHERE response_id = ?", (response_id,)).rowcount > 0
@@ -130,6 +139,8 @@ class ResponseStore:
 
     async def conversation(self, name: str) -> str | None:
         """The latest response id of a named conversation."""
+        if not _storable(name):
+            return None
         def read(conn: sqlite3.Connection) -> str | None:
             row = conn.execute("SELECT response_id FROM conversations WHERE name = ?", (name,)).fetchone()
             return row[0] if row else None
