@@ -115,10 +115,11 @@ def stop_oracle(home: Path) -> None:
     subprocess.run([str(ORACLE_DIR / "stop_upstream.sh"), str(home)], capture_output=True, timeout=60)
 
 
-def start_ours(home: Path, port: int, *, no_key: bool, log: Path) -> subprocess.Popen:
-    """hermes-server from this checkout, with KEY or `--no-auth`, once its /health answers."""
+def start_ours(home: Path, port: int, *, no_key: bool, log: Path, extra: Iterable[str] = ()) -> subprocess.Popen:
+    """hermes-server from this checkout, with KEY or `--no-auth` (and `extra` options), once its /health answers."""
     args = [sys.executable, "-m", "hermes_server", "serve", "--home", str(home), "--port", str(port)]
     args += ["--no-auth"] if no_key else ["--api-key", KEY]
+    args += list(extra)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("API_SERVER_", "HERMES_"))}
     proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 30
@@ -170,11 +171,18 @@ class Workbench:
         start_oracle(home, port, no_key=no_key)
         return home
 
-    def ours(self, name: str, port: int, *, no_key: bool = False) -> Path:
+    def ours(self, name: str, port: int, *, no_key: bool = False, extra: Iterable[str] = ()) -> Path:
         """Start hermes-server on the home `name` (log `name`.log beside it); returns the home."""
         home = self.home(name)
-        self._stack.callback(stop_ours, start_ours(home, port, no_key=no_key, log=self.dir / f"{name}.log"))
+        self._stack.callback(stop_ours, start_ours(home, port, no_key=no_key, log=self.dir / f"{name}.log",
+                                                   extra=extra))
         return home
+
+    def process(self, name: str, args: list[str]) -> subprocess.Popen:
+        """Start a helper process (log `name`.log), stopped with the servers."""
+        proc = subprocess.Popen(args, stdout=(self.dir / f"{name}.log").open("wb"), stderr=subprocess.STDOUT)
+        self._stack.callback(stop_ours, proc)
+        return proc
 
     def __exit__(self, *exc: object) -> None:
         self._stack.close()

@@ -3,7 +3,8 @@
 Both wrap the agent's event stream, so they work the same for every agent: the hold
 is a pause before the agent's first event, inside the turn (its user row is already
 written, the turn counts against the run cap, a stop ends it), and a stop ends the
-stream at once, wherever the agent is (the hold, a slow model call, a scripted sleep).
+stream within `STOP_LATENCY`, wherever the agent is (the hold, a slow model call, a
+scripted sleep).
 The one exception is an agent waiting for a tool approval: upstream's stop answers
 that approval with a deny first, so the agent reports the refused tool before the turn
 ends; here too the stream is let run until that tool event.
@@ -18,6 +19,9 @@ from hermes_server.agents.base import AgentEvent
 
 # How long a stopped turn waiting for an approval may take to report the refused tool.
 DENIED_TOOL_GRACE = 1.0
+# How long a stopped turn stays `stopping` before it ends: upstream's agent notices an
+# interrupt within about this long, so a client's repeated stop still finds the run live.
+STOP_LATENCY = 0.2
 
 
 class TurnStopped(Exception):
@@ -65,8 +69,8 @@ async def stoppable(events: AsyncIterator[AgentEvent], stop: Stop | None) -> Asy
                 raise TurnStopped()
             step = asyncio.ensure_future(_next(iterator))
             await asyncio.wait({step, waiter}, return_when=asyncio.FIRST_COMPLETED)
-            if not step.done() and stop.approval_denied:
-                await asyncio.wait({step}, timeout=DENIED_TOOL_GRACE)
+            if not step.done():
+                await asyncio.wait({step}, timeout=DENIED_TOOL_GRACE if stop.approval_denied else STOP_LATENCY)
             if not step.done():
                 step.cancel()
                 await asyncio.gather(step, return_exceptions=True)
