@@ -178,6 +178,18 @@ class Runs:
                                   "choice": choice, "resolved": resolved})
         return resolved
 
+    def stop_all(self) -> None:
+        """Stop every live run (a test-control reset)."""
+        for run_id in list(self.live):
+            self.request_stop(run_id)
+
+    def clear(self) -> None:
+        """Forget every run (a test-control reset, once their turns have ended)."""
+        self.statuses.clear()
+        self.streams.clear()
+        self.stream_created.clear()
+        self.subscribed.clear()
+
     def active_count(self) -> int:
         """Runs queued, running or waiting for an approval (as /health/detailed counts them)."""
         return sum(s.get("status") in ("queued", "running", "waiting_for_approval") for s in self.statuses.values())

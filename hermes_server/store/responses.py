@@ -152,6 +152,14 @@ class ResponseStore:
             conn.commit()
         await self._call(write)
 
+    async def clear(self) -> None:
+        """Forget every response and conversation (a test-control reset)."""
+        def clear(conn: sqlite3.Connection) -> None:
+            conn.execute("DELETE FROM conversations")
+            conn.execute("DELETE FROM responses")
+            conn.commit()
+        await self._call(clear)
+
     async def close(self) -> None:
         def close() -> None:
             if self._conn is not None:
