@@ -34,7 +34,6 @@ import re
 import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from oracle_common import (
