@@ -70,9 +70,9 @@ APPROVE = f'approve [[tool=terminal:{{"command": "{DROP}"}}]]'
 SLOW_SCRIPT = {"turns": [
     {"match": "[[delay=6]]", "steps": [{"sleep": 6}], "reply": "ECHO-REPLY to: slow [n=1]"},
     {"match": "[[delay=", "steps": [{"sleep": 2.5}], "reply": "ECHO-REPLY to: slow [n=1]"},
-    {"match": "[[chunkdelay=", "steps": [
-        {"delta": "ECHO-REPLY"}, {"sleep": 0.4}, {"delta": " to:"}, {"sleep": 0.4}, {"delta": " slowly"},
-        {"sleep": 0.4}, {"delta": " streamed"}, {"sleep": 0.4}, {"delta": " [n=1]"}]},
+    {"match": "[[chunkdelay=", "steps": [  # ten words, 0.4 s apart, as the mock streams them
+        step for word in "ECHO-REPLY to: stream slowly please, with many more words [n=1]".split(" ")
+        for step in ({"sleep": 0.4}, {"delta": word if word == "ECHO-REPLY" else " " + word})]},
     {"match": "[[tool=terminal", "steps": [
         {"tool": "terminal", "args": {"command": DROP}, "preview": DROP, "approval": {"pattern_key": "SQL DROP"},
          "result": json.dumps({"output": "DROP TABLE probe_issue11", "exit_code": 0, "error": None})},
@@ -260,7 +260,7 @@ def build_steps() -> list[Step]:
     add("stopped run events", "GET", "/v1/runs/{s1}/events", slow=True)
     add("cancelled status", "GET", "/v1/runs/{s1}", slow=True, wait=status)
     add("stopped run messages", "GET", "/api/sessions/{s1}/messages", slow=True)
-    post("slowly streamed run", "/v1/runs", {"input": "stream slowly [[chunkdelay=0.4]]"}, slow=True, capture="s2",
+    post("slowly streamed run", "/v1/runs", {"input": "stream slowly please, with many more words [[chunkdelay=0.4]]"}, slow=True, capture="s2",
          pause=1.6)
     post("stop mid-stream", "/v1/runs/{s2}/stop", None, slow=True)
     add("mid-stream stop events", "GET", "/v1/runs/{s2}/events", slow=True)
