@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import Iterator
@@ -259,3 +260,38 @@ def test_deterministic_ids_repeat(tmp_path: Path) -> None:
             srv.stop()
     assert seen[0] == seen[1]
     assert sql(tmp_path / "a" / "state.db", "SELECT COUNT(*) FROM sessions WHERE id = ?", seen[0][0]) == [(1,)]
+
+
+def test_two_subscribers_split_one_queue(tmp_path: Path) -> None:
+    srv = start_with_script(tmp_path / "home", {"turns": [{"steps": [
+        {"delta": f" w{i}"} if i % 2 else {"sleep": 0.1} for i in range(20)]}]}, "--keepalive-seconds", "0.3")
+    try:
+        run_id = submit(srv.client, {"input": "x"})
+        got: dict[int, bytes] = {}
+
+        def subscribe(slot: int) -> None:
+            with httpx.Client(base_url=srv.url, headers=srv.client.headers, timeout=10) as client:
+                try:
+                    with client.stream("GET", f"/v1/runs/{run_id}/events") as response:
+                        got[slot] = b""
+                        for chunk in response.iter_raw():
+                            got[slot] += chunk
+                            if b"stream closed" in got[slot] or got[slot].count(b": keepalive") >= 2:
+                                return
+                except httpx.HTTPError:
+                    pass
+
+        workers = [threading.Thread(target=subscribe, args=(slot,)) for slot in (0, 1)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(15)
+        assert wait_status(srv.client, run_id)["status"] == "completed"
+        closed = [slot for slot, raw in got.items() if b": stream closed" in raw]
+        assert len(closed) == 1  # one subscriber got the end; the other only keepalives after its share
+        other = got[1 - closed[0]]
+        assert b": keepalive" in other
+        deltas = sum(raw.count(b'"message.delta"') for raw in got.values())
+        assert deltas == 10  # every event went to exactly one of them
+    finally:
+        srv.stop()

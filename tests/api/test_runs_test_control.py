@@ -81,3 +81,21 @@ def test_reset_forgets_runs_and_responses_and_repeats_ids(c: httpx.Client) -> No
     c.post("/_fixture/reset", json={"to": "empty"})
     assert c.get(f"/v1/runs/{first[0]}").status_code == 404
     assert c.get(f"/v1/responses/{first[1]}").status_code == 404
+
+
+def test_a_finished_status_is_kept_for_an_hour(c: httpx.Client) -> None:
+    run_id = submit(c, {"input": "x"})
+    wait_status(c, run_id)
+    assert c.post("/_fixture/clock", json={"advance": 3500}).status_code == 200
+    assert c.get(f"/v1/runs/{run_id}").status_code == 200
+    c.post("/_fixture/clock", json={"advance": 200})
+    assert c.get(f"/v1/runs/{run_id}").status_code == 404
+
+
+def test_an_unread_queue_is_dropped_after_five_minutes(c: httpx.Client) -> None:
+    run_id = submit(c, {"input": "x"})
+    wait_status(c, run_id)
+    c.post("/_fixture/clock", json={"advance": 301})
+    submit(c, {"input": "y"})  # a submit sweeps
+    assert c.get(f"/v1/runs/{run_id}/events").status_code == 404
+    assert c.get(f"/v1/runs/{run_id}").json()["status"] == "completed"
