@@ -15,15 +15,13 @@ to one of ours, in the same order; run and response ids are taken from each side
 answers. `wait` steps poll a run's status on both sides until it reaches one of the
 given statuses, then compare it.
 
-Compared: status, Content-Type, the security headers' presence, the SSE headers,
-X-Hermes-Session-Id/-Key (normalised), JSON bodies after masking what legitimately
-differs (timestamps, durations, generated ids by order of appearance, the agent's
-text: `MOCK-REPLY …`/`ECHO-REPLY …`/`TOOL-DONE …` become `<reply>`, keeping the
-`[n=K]` count of messages the model saw, token counts, message row ids), and
-streams event by event (keys in order, normalised values; a run of text deltas counts
-as one; the oracle's `reasoning.available` events, which carry its model's content and
-which the stock agents do not report, are dropped and counted). Declared deviations
-(docs/differences.md) are reported apart. Exit status 0 only without unexpected differences.
+Compared: status, Content-Type, security headers, SSE headers, the session headers, JSON
+bodies after masking timestamps, durations, generated ids (by order of appearance), token
+counts, message row ids and the agent's words (`MOCK-REPLY …`, `ECHO-REPLY …`, `TOOL-DONE …`
+become `<reply>`, keeping the `[n=K]` count of messages the model saw), and streams event by
+event (keys in order; a run of text deltas counts as one; the oracle's `reasoning.available`
+events, which the stock agents do not report, are dropped and counted). Declared deviations
+(docs/differences.md) are reported apart; exit status 0 only without unexpected differences.
 """
 
 from __future__ import annotations
