@@ -36,6 +36,8 @@ log = logging.getLogger("hermes_server.chat")
 
 STATUS_TTL = 3600.0
 UNSUBSCRIBED_STREAM_TTL = 300.0
+# Expired runs are looked for at most this often (upstream sweeps once a minute).
+SWEEP_INTERVAL = 60.0
 # How long an unanswered approval waits before it counts as a deny (upstream's default).
 APPROVAL_TIMEOUT = 60.0
 TERMINAL = ("completed", "failed", "cancelled")
@@ -106,6 +108,7 @@ class Runs:
         self.stream_created: dict[str, float] = {}
         self.subscribed: set[str] = set()
         self.live: dict[str, LiveRun] = {}
+        self.swept_at = clock.now()
 
     def now(self) -> float:
         return self.clock.now()
@@ -133,8 +136,12 @@ class Runs:
         self.enqueue(run_id, event)
 
     def sweep(self) -> None:
-        """Forget finished statuses after an hour and queues nobody subscribed to after 5 minutes."""
+        """Forget finished statuses after an hour and queues nobody subscribed to after 5 minutes
+        (looked for once a minute, so a busy server does not scan every run on every request)."""
         now = self.now()
+        if 0 <= now - self.swept_at < SWEEP_INTERVAL:  # (a clock set back sweeps at once)
+            return
+        self.swept_at = now
         for run_id, created in list(self.stream_created.items()):
             if now - created > UNSUBSCRIBED_STREAM_TTL and run_id not in self.subscribed:
                 self.drop_stream(run_id)
