@@ -111,7 +111,7 @@ async def run_events(request: Request, ctx: AppContext) -> Response:
         raise run_not_found(run_id)
     ctx.runs.subscribed.add(run_id)
     frames = _event_frames(ctx, run_id, ctx.runs.streams[run_id])
-    return sse_response(ctx.hooks.stream(request.scope, frames), {})
+    return sse_response(ctx.hooks.stream(request.scope, frames), {}, cors=False)
 
 
 async def stop_run(request: Request, ctx: AppContext) -> Response:

@@ -295,3 +295,20 @@ def test_two_subscribers_split_one_queue(tmp_path: Path) -> None:
         assert deltas == 10  # every event went to exactly one of them
     finally:
         srv.stop()
+
+
+def test_the_event_stream_never_has_cors_headers(tmp_path: Path) -> None:
+    srv = start_server(tmp_path / "home", "--cors-origins", "http://app.example")
+    try:
+        origin = {"Origin": "http://app.example"}
+        submitted = srv.client.post("/v1/runs", json={"input": "x"}, headers=origin)
+        assert submitted.headers["access-control-allow-origin"] == "http://app.example"
+        run_id = submitted.json()["run_id"]
+        with srv.client.stream("GET", f"/v1/runs/{run_id}/events", headers=origin) as response:
+            response.read()
+        assert "access-control-allow-origin" not in response.headers
+        with srv.client.stream("POST", "/v1/responses", json={"input": "x", "stream": True}, headers=origin) as streamed:
+            streamed.read()
+        assert streamed.headers["access-control-allow-origin"] == "http://app.example"
+    finally:
+        srv.stop()
