@@ -16,6 +16,7 @@ from hermes_server.agents.base import Agent
 from hermes_server.chat.hooks import NO_HOOKS, Hooks
 from hermes_server.chat.replay import ReplayCache
 from hermes_server.chat.runs import Runs
+from hermes_server.chat.slots import Slots
 from hermes_server.chat.tasks import TurnTasks
 from hermes_server.config import Settings
 from hermes_server.domain.clock import Clock
@@ -52,9 +53,12 @@ class AppContext:
     # (response_store.db beside state.db, opened when the server starts).
     runs: Runs = field(init=False)
     response_store: ResponseStore = field(init=False)
+    # The cap on live agent turns that runs, responses and chat completions enforce.
+    slots: Slots = field(init=False)
 
     def __post_init__(self) -> None:
         self.runs = Runs(self.clock)
+        self.slots = Slots(self.settings.max_concurrent_runs, self.turns)
         self.response_store = ResponseStore(self.settings.response_store_path)
 
     def now(self) -> float:

@@ -27,7 +27,6 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from hermes_server.agents.base import AgentEvent, Delta, ToolEvent
-from hermes_server.chat.slots import check_capacity
 from hermes_server.chat.turn import ChatTurn, answer, run_turn, settle
 from hermes_server.context import AppContext
 from hermes_server.domain.errors import CompletionFailed
@@ -83,8 +82,6 @@ def _continuation(request: Request, api_key: str | None) -> str | None:
 
 async def _validated(request: Request, ctx: AppContext) -> CompletionRequest:
     settings = ctx.settings
-    check_bearer(request, settings.api_key)
-    check_capacity(settings.max_concurrent_runs, ctx.turns)
     body = await read_json_object(request, settings.max_request_bytes)
     conversation = parse_messages(body)
     key = session_key(request, settings.api_key)
@@ -218,10 +215,13 @@ def _stream(ctx: AppContext, req: CompletionRequest) -> Response:
 
 async def chat_completions(request: Request, ctx: AppContext) -> Response:
     """POST /v1/chat/completions: one agent turn, as a chat.completion or as streamed chunks."""
-    req = await _validated(request, ctx)
-    if req.stream:
-        return _stream(ctx, req)
-    return await _complete(request, ctx, req)
+    check_bearer(request, ctx.settings.api_key)
+    with ctx.slots.admit() as admission:  # the run cap, before the body is read
+        req = await _validated(request, ctx)
+        admission.release()  # the turn's task is spawned next, with nothing awaited between
+        if req.stream:
+            return _stream(ctx, req)
+        return await _complete(request, ctx, req)
 
 
 def routes() -> list[Route]:

@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from hermes_server.chat.response_stream import ResponseStream, stream_response
-from hermes_server.chat.slots import check_capacity
+from hermes_server.chat.slots import Admission
 from hermes_server.chat.turn import ChatTurn, answer, run_turn, settle
 from hermes_server.context import AppContext
 from hermes_server.domain.errors import CompletionFailed
@@ -87,9 +87,13 @@ class _Saver:
 
 async def create_response(request: Request, ctx: AppContext) -> Response:
     """POST /v1/responses: one turn, answered as a response object or as `response.*` events."""
+    check_bearer(request, ctx.settings.api_key)
+    with ctx.slots.admit() as admission:  # the run cap, right after the key
+        return await _respond(request, ctx, admission)
+
+
+async def _respond(request: Request, ctx: AppContext, admission: Admission) -> Response:
     settings = ctx.settings
-    check_bearer(request, settings.api_key)
-    check_capacity(settings.max_concurrent_runs, ctx.turns)
     key = session_key(request, settings.api_key)
     body = await read_json_object(request, settings.max_request_bytes, _invalid_json)
     parsed = parse_response_input(body, settings.model_name)
@@ -116,10 +120,12 @@ async def create_response(request: Request, ctx: AppContext) -> Response:
         created = {**stream.envelope("in_progress"), "output": []}
         stream.write("response.created", {"response": created})
         await save(created, [*history, {"role": "user", "content": user_message}])
+        admission.release()
         ctx.turns.spawn(stream_response(ctx, stream, turn, history, save))
         frames = ctx.hooks.stream(request.scope, sink.queue.frames(settings.keepalive_seconds))
         return sse_response(frames, identity_headers(session_id, key))
     idempotency_key = request.headers.get("idempotency-key")
+    admission.release()  # the turn's task is spawned next, with nothing awaited between
     if idempotency_key:
         outcome = await settle(turn, ctx.replays.run(idempotency_key, fingerprint(body),
                                                      lambda: ctx.turns.spawn(run_turn(ctx, turn))), CompletionFailed)

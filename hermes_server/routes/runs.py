@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from hermes_server.chat.runs import APPROVAL_CHOICES, RunSpec, run_in_background
-from hermes_server.chat.slots import check_capacity
+from hermes_server.chat.slots import Admission
 from hermes_server.context import AppContext
 from hermes_server.domain.openai_messages import request_bool
 from hermes_server.domain.run_input import parse_run_input
@@ -46,7 +46,12 @@ async def submit_run(request: Request, ctx: AppContext) -> Response:
     settings = ctx.settings
     check_bearer(request, settings.api_key)
     key = session_key(request, settings.api_key)
-    check_capacity(settings.max_concurrent_runs, ctx.turns)
+    with ctx.slots.admit() as admission:  # the run cap, after the session key, before the body
+        return await _submit(request, ctx, key, admission)
+
+
+async def _submit(request: Request, ctx: AppContext, key: str | None, admission: Admission) -> Response:
+    settings = ctx.settings
     body = await read_json_object(request, settings.max_request_bytes, _invalid_json)
     parsed = parse_run_input(body, settings.model_name)
     history, stored_session, instructions = parsed.history, None, parsed.instructions
@@ -63,6 +68,7 @@ async def submit_run(request: Request, ctx: AppContext) -> Response:
     session_id = parsed.session_id or stored_session or run_id
     live = ctx.runs.register(run_id, session_id, parsed.model)
     spec = RunSpec(run_id, session_id, parsed.user_message, history, instructions, key, request.scope)
+    admission.release()
     live.task = ctx.turns.spawn(run_in_background(ctx, ctx.runs, spec, live))
     return HermesJSONResponse({"run_id": run_id, "status": "started"}, 202,
                               headers={"X-Hermes-Session-Key": key} if key else None)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from pathlib import Path
+
+import httpx
 
 from tests.support.runs import submit, wait_status
 from tests.support.server import start_server
@@ -59,5 +62,24 @@ def test_zero_disables_the_cap(tmp_path: Path) -> None:
     server = start_server(tmp_path / "home", "--agent-delay", "2", "--max-concurrent-runs", "0")
     try:
         assert all(server.client.post("/v1/runs", json={"input": "x"}).status_code == 202 for _ in range(12))
+    finally:
+        server.stop()
+
+
+def test_a_burst_gets_exactly_the_cap(tmp_path: Path) -> None:
+    """Thirty submits at once with large bodies: requests still reading their body count too."""
+    server = start_server(tmp_path / "home", "--agent-delay", "5")
+
+    async def burst() -> list[int]:
+        async with httpx.AsyncClient(base_url=server.url, headers=dict(server.client.headers), timeout=30,
+                                     limits=httpx.Limits(max_connections=40)) as client:
+            answers = await asyncio.gather(*(client.post(path, json=body) for path, body in [
+                ("/v1/runs", {"input": "x" * 200_000})] * 20 + [
+                ("/v1/responses", {"input": "y" * 200_000})] * 10))
+            return [a.status_code for a in answers]
+
+    try:
+        statuses = asyncio.run(burst())
+        assert sum(s in (200, 202) for s in statuses) == 10 and statuses.count(429) == 20
     finally:
         server.stop()
