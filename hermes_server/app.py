@@ -27,7 +27,7 @@ from hermes_server.http.deviations import deviation_rows
 from hermes_server.http.job_errors import job_error_rows
 from hermes_server.http.pipeline import Pipeline
 from hermes_server.http.routing import Route, Router
-from hermes_server.routes import catalog, chat, completions, discovery, jobs, sessions
+from hermes_server.routes import catalog, chat, completions, discovery, jobs, responses, runs, sessions
 from hermes_server.store.db import Database
 
 if TYPE_CHECKING:
@@ -37,8 +37,8 @@ if TYPE_CHECKING:
 
 def build_routes() -> list[Route]:
     """Every Hermes path this server serves, in upstream's order (discovery, sessions, chat)."""
-    return [*discovery.routes(), *sessions.routes(), *chat.routes(), *completions.routes(),
-            *catalog.routes(), *jobs.routes()]
+    return [*discovery.routes(), *sessions.routes(), *chat.routes(), *completions.routes(), *responses.routes(),
+            *runs.routes(), *catalog.routes(), *jobs.routes()]
 
 
 def build_errors(quirks: Quirks) -> ErrorMap:
@@ -134,6 +134,7 @@ class HermesApp:
                 await ctx.turns.drain(ctx.settings.turn_drain_seconds)
                 await ctx.agent.aclose()
                 await ctx.db.close()
+                await ctx.response_store.close()
                 await self.dialects.close()
                 await send({"type": "lifespan.shutdown.complete"})
                 return

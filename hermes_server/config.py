@@ -43,6 +43,12 @@ class Settings:
     # Rotate a session into a compression continuation when a turn would take its
     # active transcript past this many messages (None: never).
     compress_after_messages: int | None = None
+    # Seconds every agent turn is held (after its user row is written) before the agent
+    # answers, so a client can watch a live run: stop it, approve in flight, hit the cap.
+    agent_delay: float = 0.0
+    # Live agent turns (runs, responses, chat completions, session chat) beyond which the
+    # agent routes answer 429, as upstream's `max_concurrent_runs`; 0 disables the cap.
+    max_concurrent_runs: int = 10
     # Seconds a write keeps retrying while another process holds the SQLite write lock.
     write_retry_seconds: float = 15.0
     reader_threads: int = 2
@@ -78,3 +84,8 @@ class Settings:
     def herm_run_db_path(self) -> Path:
         """The herm.run dialect's own file beside state.db (state.db keeps upstream's schema)."""
         return self.home / "herm-run.db"
+
+    @property
+    def response_store_path(self) -> Path:
+        """The Responses API store beside state.db, as upstream names it."""
+        return self.home / "response_store.db"

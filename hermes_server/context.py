@@ -15,12 +15,15 @@ from typing import TYPE_CHECKING, Any
 from hermes_server.agents.base import Agent
 from hermes_server.chat.hooks import NO_HOOKS, Hooks
 from hermes_server.chat.replay import ReplayCache
+from hermes_server.chat.runs import Runs
+from hermes_server.chat.slots import Slots
 from hermes_server.chat.tasks import TurnTasks
 from hermes_server.config import Settings
 from hermes_server.domain.clock import Clock
 from hermes_server.domain.ids import IdSource
 from hermes_server.domain.quirks import DEFAULT_QUIRKS, Quirks
 from hermes_server.store.db import Database
+from hermes_server.store.responses import ResponseStore
 
 if TYPE_CHECKING:
     from hermes_server.http.routing import Route
@@ -51,6 +54,17 @@ class AppContext:
     replays: ReplayCache = field(default_factory=ReplayCache)
     # When this app began serving, as /health/detailed reports it.
     started_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat())
+    # Structured runs (in memory, as upstream keeps them) and the Responses API store
+    # (response_store.db beside state.db, opened when the server starts).
+    runs: Runs = field(init=False)
+    response_store: ResponseStore = field(init=False)
+    # The cap on live agent turns that runs, responses and chat completions enforce.
+    slots: Slots = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.runs = Runs(self.clock)
+        self.slots = Slots(self.settings.max_concurrent_runs, self.turns)
+        self.response_store = ResponseStore(self.settings.response_store_path)
 
     def now(self) -> float:
         """Current Unix time in float seconds."""

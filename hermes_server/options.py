@@ -119,6 +119,16 @@ def positive(value: str) -> float:
     return number
 
 
+def seconds(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise OptionError(f"must be a number of seconds, got {value!r}") from None
+    if not number >= 0 or number == float("inf"):
+        raise OptionError("must be a finite number of seconds, 0 or more")
+    return number
+
+
 def one_of(choices: Sequence[str]) -> Parser:
     def parse(value: str) -> str:
         if value not in choices:
@@ -235,6 +245,14 @@ SERVE_OPTIONS: tuple[Option, ...] = (
     Option("compress_after_messages", "--compress-after-messages", "HERMES_SERVER_COMPRESS_AFTER_MESSAGES",
            None, whole(1), "rotate a session into a compression continuation when a turn would take its active "
            "transcript past N messages", group="chat", metavar="N", shown_default="off"),
+    Option("agent_delay", "--agent-delay", "HERMES_SERVER_AGENT_DELAY", 0.0, seconds,
+           "hold every agent turn this long (after its user message is stored) before the agent answers, "
+           "so stop, in-flight approval and the run cap can be tested", group="chat", metavar="SECONDS",
+           shown_default="0"),
+    Option("max_concurrent_runs", "--max-concurrent-runs", "HERMES_SERVER_MAX_CONCURRENT_RUNS", 10, whole(0),
+           "live agent turns (runs, responses, chat completions, session chat) beyond which runs, responses "
+           "and chat completions answer 429 with Retry-After: 1; 0 disables the cap", group="chat",
+           metavar="N", shown_default="10, as upstream"),
     Option("max_request_line", "--max-request-line", "HERMES_SERVER_MAX_REQUEST_LINE", MAX_REQUEST_LINE,
            whole(256), "most bytes of the request line (longer: 414, connection closed)", group="request heads",
            metavar="BYTES"),

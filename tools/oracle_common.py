@@ -190,6 +190,12 @@ class Workbench:
                                                    extra=extra))
         return home
 
+    def process(self, name: str, args: list[str]) -> subprocess.Popen:
+        """Start a helper process (log `name`.log), stopped with the servers."""
+        proc = subprocess.Popen(args, stdout=(self.dir / f"{name}.log").open("wb"), stderr=subprocess.STDOUT)
+        self._stack.callback(stop_ours, proc)
+        return proc
+
     def __exit__(self, *exc: object) -> None:
         self._stack.close()
         if self.keep:

@@ -25,6 +25,15 @@ SYSTEM_PROMPT = (
 )
 
 
+class ApprovalGate(Protocol):
+    """Who decides whether a tool that needs approval may run (a structured run's client)."""
+
+    async def ask(self, request: dict[str, Any]) -> str:
+        """Wait for the choice on `request` (command, pattern_key, description, allow_permanent):
+        `once`, `session`, `always` or `deny`."""
+        ...
+
+
 @dataclass(frozen=True)
 class TurnRequest:
     """Everything an agent may use for one turn."""
@@ -33,6 +42,8 @@ class TurnRequest:
     history: list[dict[str, Any]]
     user_message: UserMessage
     system_message: str | None = None
+    # Where a tool that needs approval asks; None: nobody can answer, the tool is blocked.
+    approvals: ApprovalGate | None = None
 
 
 @dataclass(frozen=True)
@@ -55,6 +66,8 @@ class ToolEvent:
     preview: str | None = None
     args: dict[str, Any] | None = None
     call_id: str | None = None
+    # What the tool returned (on its completion; the Responses stream shows it).
+    result: str | None = None
 
 
 @dataclass(frozen=True)
@@ -110,7 +123,7 @@ class Agent(Protocol):
         ...
 
 
-def assistant_message(text: str | None, finish_reason: str = "stop") -> dict[str, Any]:
+def assistant_message(text: str | None, finish_reason: str | None = "stop") -> dict[str, Any]:
     """The final assistant message of a turn, shaped as upstream's agent reports it."""
     return {"role": "assistant", "content": text, "finish_reason": finish_reason, "reasoning": None}
 

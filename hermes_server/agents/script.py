@@ -13,6 +13,14 @@ is re-read on every turn, so a test may rewrite it between turns. Format:
          {"tool": "search", "args": {"q": "x"}, "preview": "search x",
           "result": "3 hits", "failed": false},  # tool.started then tool.completed/failed,
                                               # persisted as an assistant tool call + tool row
+         {"tool": "terminal", "args": {"command": "rm -rf build"},
+          "approval": {"pattern_key": "recursive delete",   # the tool asks for approval first:
+                       "description": "recursive delete",   # optional, default pattern_key
+                       "command": "rm -rf build",           # optional, default args.command
+                       "allow_permanent": true},            # optional, default true
+          "result": "removed"},               # once/session/always: it runs; deny (or no one
+                                              # to ask: every route but /v1/runs): it fails,
+                                              # its result says it was blocked
          {"fail": "backend exploded"}         # the agent raises (500 / `error` event)
        ],
        "reply": "final text",                 # optional; null = no final response;
@@ -75,6 +83,10 @@ def _step(raw: Any, where: str) -> dict[str, Any]:
         raise ValueError(f"{where}: {kind} must be a string")
     if kind == "tool" and not isinstance(raw.get("args", {}), dict):
         raise ValueError(f"{where}: tool args must be an object")
+    approval = raw.get("approval")
+    if approval is not None and (kind != "tool" or not isinstance(approval, dict)
+                                 or not isinstance(approval.get("pattern_key", ""), str)):
+        raise ValueError(f"{where}: approval is an object on a tool step (pattern_key a string)")
     return raw
 
 
@@ -119,7 +131,25 @@ def load_script(path: Path) -> list[ScriptTurn]:
         raise ValueError(f"invalid agent script {path}: {exc}") from None
 
 
-def _tool_messages(step: dict[str, Any], call_id: str) -> list[dict[str, Any]]:
+# The tool result of a command the user refused.
+BLOCKED_RESULT = json.dumps({"output": "", "exit_code": -1, "status": "blocked",
+                             "error": "BLOCKED: the user denied this command; do not retry it."})
+
+
+def approval_request(step: dict[str, Any]) -> dict[str, Any]:
+    """What a tool step's approval asks, in upstream's key order."""
+    approval = step["approval"]
+    pattern = approval.get("pattern_key") or "dangerous command"
+    return {
+        "command": approval.get("command", step.get("args", {}).get("command", step.get("preview"))),
+        "pattern_key": pattern,
+        "pattern_keys": [pattern],
+        "description": approval.get("description", pattern),
+        "allow_permanent": approval.get("allow_permanent", True) is not False,
+    }
+
+
+def _tool_messages(step: dict[str, Any], call_id: str, result: str) -> list[dict[str, Any]]:
     """The assistant tool call and the tool result, as a real turn persists them."""
     call = {
         "id": call_id,
@@ -128,7 +158,7 @@ def _tool_messages(step: dict[str, Any], call_id: str) -> list[dict[str, Any]]:
     }
     return [
         {"role": "assistant", "content": None, "tool_calls": [call], "finish_reason": "tool_calls"},
-        {"role": "tool", "content": str(step.get("result", "")), "tool_call_id": call_id, "tool_name": step["tool"]},
+        {"role": "tool", "content": result, "tool_call_id": call_id, "tool_name": step["tool"]},
     ]
 
 
@@ -175,8 +205,13 @@ class ScriptAgent:
                 call_text = []
                 call_id = f"call_{len(messages) // 2 + 1}"
                 yield ToolEvent("started", step["tool"], step.get("preview"), step.get("args", {}), call_id)
-                messages += _tool_messages(step, call_id)
-                yield ToolEvent("failed" if step.get("failed") else "completed", step["tool"], call_id=call_id)
+                failed, result = bool(step.get("failed")), str(step.get("result", ""))
+                if "approval" in step:
+                    choice = await turn.approvals.ask(approval_request(step)) if turn.approvals else "deny"
+                    if choice == "deny":
+                        failed, result = True, BLOCKED_RESULT
+                messages += _tool_messages(step, call_id, result)
+                yield ToolEvent("failed" if failed else "completed", step["tool"], call_id=call_id, result=result)
         reply = "".join(streamed) if scripted.reply is _UNSET else scripted.reply
         if not streamed and reply:
             for piece in word_deltas(reply):

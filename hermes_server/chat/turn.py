@@ -17,8 +17,19 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Protocol
 
-from hermes_server.agents.base import SYSTEM_PROMPT, Agent, AgentError, AgentEvent, TurnRequest, TurnResult
+from hermes_server.agents.base import (
+    SYSTEM_PROMPT,
+    assistant_message,
+    Agent,
+    AgentError,
+    AgentEvent,
+    ApprovalGate,
+    Delta,
+    TurnRequest,
+    TurnResult,
+)
 from hermes_server.chat.hooks import Hooks
+from hermes_server.chat.interrupt import Stop, TurnStopped, held, stoppable
 from hermes_server.chat.tasks import TurnTasks
 from hermes_server.config import Settings
 from hermes_server.domain.clock import Clock
@@ -59,6 +70,9 @@ class ChatTurn:
     history: list[dict[str, Any]] | None = None
     # The ASGI scope of the request that started the turn, for the test-control hooks.
     origin: Mapping[str, Any] | None = None
+    # A structured run's stop request and approval gate (other routes have neither).
+    stop: Stop | None = None
+    approvals: ApprovalGate | None = None
 
 
 @dataclass(frozen=True)
@@ -120,12 +134,12 @@ async def _begin(ctx: TurnContext, turn: ChatTurn, history: list[dict[str, Any]]
 
 
 async def _finish(ctx: TurnContext, turn: ChatTurn, session_id: str, result: TurnResult,
-                  book: _Bookkeeping) -> None:
+                  book: _Bookkeeping, accounted: bool = True) -> None:
     try:
         if ctx.hooks.persistence_fails(turn.origin):
             raise DatabaseUnavailable("turn not stored (injected fault)")
         await ctx.db.write(
-            turns.finish_turn, session_id, result.messages, result.usage,
+            turns.finish_turn, session_id, result.messages, result.usage if accounted else None,
             model=ctx.agent.model, reported_model=result.model, now=ctx.clock.now(),
         )
     except Exception as exc:  # noqa: BLE001 - as in _begin
@@ -143,13 +157,26 @@ async def run_turn(ctx: TurnContext, turn: ChatTurn,
         [start.summary] if start.summary else history,
         turn.user_message,
         turn.system_message,
+        turn.approvals,
     )
     result: TurnResult | None = None
-    async for event in ctx.agent.run(request):
-        if isinstance(event, TurnResult):
-            result = event
-        elif on_event is not None and result is None:
-            on_event(event)
+    streamed: list[str] = []
+    try:
+        async for event in stoppable(held(ctx.settings.agent_delay, ctx.agent.run(request)), turn.stop):
+            if isinstance(event, TurnResult):
+                result = event
+            elif result is None:
+                if isinstance(event, Delta):
+                    streamed.append(event.text)
+                if on_event is not None:
+                    on_event(event)
+    except TurnStopped:
+        # What a stopped turn leaves: its user row, and the text streamed so far as an
+        # assistant row without finish reason; no model call is accounted.
+        if streamed:
+            partial = TurnResult("".join(streamed), Usage(), [assistant_message("".join(streamed), None)])
+            await _finish(ctx, turn, start.target_id, partial, book, accounted=False)
+        raise
     if result is None:
         raise AgentError("the agent ended the turn without a result")
     await _finish(ctx, turn, start.target_id, result, book)

@@ -102,3 +102,11 @@ class DocumentError(ValueError):
     def report(self, subject: str) -> str:
         """Every problem, one per line, under a heading that says nothing was written."""
         return f"{subject} rejected, nothing written:\n" + "\n".join(f"  {p}" for p in self.problems)
+
+
+class TooManyRuns(Exception):
+    """The server runs as many agent turns as it allows at once (upstream's run cap)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"Too many concurrent runs (max {limit})")
+        self.limit = limit

@@ -44,6 +44,9 @@ class IdSource:
 
     def restart(self) -> None:
         self._rng = random.Random(ID_SEED) if self.deterministic else None
+        # Run, message, response and completion ids draw from their own sequence, so
+        # they never shift the session ids a deterministic test already relies on.
+        self._tokens = random.Random(ID_SEED + 1) if self.deterministic else None
 
     def _hex8(self) -> str:
         assert self._rng is not None
@@ -52,6 +55,18 @@ class IdSource:
     def session_id(self, now: float) -> str:
         """A generated id in upstream's `api_<seconds>_<8 hex>` form."""
         return generate_session_id(now, self._hex8 if self._rng is not None else None)
+
+    def hex(self, digits: int) -> str:
+        """`digits` lowercase hex: of a uuid4 as upstream (`run_`, `msg_`, `resp_`, `chatcmpl-` ids), or seeded."""
+        if self._tokens is None:
+            return uuid.uuid4().hex[:digits] if digits <= 32 else (uuid.uuid4().hex + uuid.uuid4().hex)[:digits]
+        return f"{self._tokens.getrandbits(4 * digits):0{digits}x}"
+
+    def uuid(self) -> str:
+        """A uuid4 in its dashed text form (a response chain's session id), or a seeded one."""
+        if self._tokens is None:
+            return str(uuid.uuid4())
+        return str(uuid.UUID(int=self._tokens.getrandbits(128), version=4))
 
     def continuation_suffix(self) -> Callable[[], str] | None:
         """Where a compression continuation id gets its 6 hex: the seeded source, else None (random)."""

@@ -18,7 +18,7 @@ from typing import Any, Callable
 from starlette.requests import ClientDisconnect, Request
 
 from hermes_server.domain.quirks import Deviation
-from hermes_server.http.errors import body_too_large, invalid_json, not_an_object
+from hermes_server.http.errors import ApiError, body_too_large, invalid_json, not_an_object
 
 
 def charset(request: Request) -> str:
@@ -50,14 +50,20 @@ async def read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-async def read_json_object(request: Request, limit: int,
-                           non_object: Callable[[], Exception] = not_an_object) -> dict[str, Any]:
-    """The body as a JSON object, or the 400/413 upstream's handlers give (`non_object` when it is not one)."""
+async def read_json_value(request: Request, limit: int,
+                          invalid: Callable[[], ApiError] = invalid_json) -> Any:
+    """The body as any JSON value; `invalid()` is the route's answer to a body that is not JSON."""
     raw = await read_body(request, limit)
     try:
-        payload = json.loads(raw.decode(charset(request)))
+        return json.loads(raw.decode(charset(request)))
     except Exception:  # any decode/parse failure, RecursionError included, is "Invalid JSON"
-        raise invalid_json() from None
+        raise invalid() from None
+
+
+async def read_json_object(request: Request, limit: int, non_object: Callable[[], Exception] = not_an_object,
+                           invalid: Callable[[], ApiError] = invalid_json) -> dict[str, Any]:
+    """The body as a JSON object, or the 400/413 upstream's handlers give (`non_object` when it is not one)."""
+    payload = await read_json_value(request, limit, invalid)
     if not isinstance(payload, dict):
         raise non_object()
     return payload

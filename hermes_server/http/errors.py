@@ -23,6 +23,7 @@ from hermes_server.domain.errors import (
     SessionGone,
     StorageFault,
     TitleConflict,
+    TooManyRuns,
 )
 from hermes_server.domain.openai_messages import MessagesError
 from hermes_server.domain.quirks import Deviation
@@ -189,4 +190,6 @@ HERMES_ERRORS = ErrorMap({
     DocumentError: _api(lambda exc: ApiError(400, str(exc), exc.code, exc.path)),
     AgentFailed: _api(lambda exc: server_error(str(exc.cause) or "Internal server error")),
     CompletionFailed: _api(lambda exc: ApiError(500, f"Internal server error: {exc.cause}", type_="server_error")),
+    TooManyRuns: _api(lambda exc: ApiError(429, str(exc), "rate_limit_exceeded", type_="rate_limit_error",
+                                           headers={"Retry-After": "1"})),
 })

@@ -34,6 +34,7 @@ from hermes_server.http.responses import (
     PlainTextResponse,
 )
 from hermes_server.http.routing import Route, Router
+from hermes_server.http.sse import CORS_EXEMPT
 
 log = logging.getLogger("hermes_server")
 
@@ -212,7 +213,7 @@ class Pipeline:
         except Exception as exc:  # noqa: BLE001 - mapped below, or reported as a bug
             errors = match.route.errors or self.errors
             response = errors.render(exc) or self._crash(exc, request, match.route)
-        if cors:
+        if cors and not getattr(response, CORS_EXEMPT, False):
             response.headers.update(cors)
         return response, match.route
 

@@ -74,8 +74,14 @@ def sse_headers(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
     return [(k.lower().encode("latin-1"), v.encode("utf-8", "surrogateescape")) for k, v in fixed.items()]
 
 
-def sse_response(frames: AsyncIterator[bytes], headers: dict[str, str]) -> EventSourceResponse:
+# Marks a response the pipeline must not add CORS headers to (upstream's run event stream
+# writes its headers before its CORS middleware could).
+CORS_EXEMPT = "hermes_cors_exempt"
+
+
+def sse_response(frames: AsyncIterator[bytes], headers: dict[str, str], *, cors: bool = True) -> EventSourceResponse:
     """A streaming response that sends `frames` as they come, with upstream's headers."""
     response = EventSourceResponse(frames, ping=0)
     response.raw_headers = sse_headers(headers)
+    setattr(response, CORS_EXEMPT, not cors)
     return response

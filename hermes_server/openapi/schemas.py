@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from hermes_server.openapi.jobs_schemas import JOBS_PARAMETERS, JOBS_RESPONSES, JOBS_SCHEMAS
+from hermes_server.openapi.runs_schemas import RUN_PARAMETERS, RUN_RESPONSES, RUN_SCHEMAS
 
 
 # Error answers shared by many operations, to merge into `Operation.responses`.
@@ -242,6 +243,7 @@ SCHEMAS: dict[str, Any] = {
                                                        "(docs/fixtures.md)."},
     "FixtureReply": {"type": "object", "required": ["object"], "properties": {"object": {"type": "string"}}},
     **JOBS_SCHEMAS,
+    **RUN_SCHEMAS,
 }
 
 
@@ -300,6 +302,7 @@ RESPONSES: dict[str, Any] = {
     "Unavailable": _error("state.db cannot be opened, or its storage fails under it: a full disk, a read-only "
                           "file, an I/O error (`session_db_unavailable`; the message names the cause)."),
     **JOBS_RESPONSES,
+    **RUN_RESPONSES,
 }
 
 PARAMETERS: dict[str, Any] = {
@@ -337,4 +340,5 @@ PARAMETERS: dict[str, Any] = {
                              "description": "Long-term memory scope of the turn (at most 256 characters).",
                              "schema": {"type": "string", "maxLength": 256}},
     **JOBS_PARAMETERS,
+    **RUN_PARAMETERS,
 }

@@ -9,7 +9,6 @@ away does not stop or undo it.
 from __future__ import annotations
 
 import logging
-import uuid
 from typing import Any
 
 from starlette.requests import Request
@@ -68,8 +67,8 @@ class SessionEvents:
     def __init__(self, ctx: AppContext, session_id: str) -> None:
         self.ctx = ctx
         self.session_id = session_id
-        self.run_id = f"run_{uuid.uuid4().hex}"
-        self.message_id = f"msg_{uuid.uuid4().hex}"
+        self.run_id = f"run_{ctx.ids.hex(32)}"
+        self.message_id = f"msg_{ctx.ids.hex(32)}"
         self.seq = 0
         self.queue = EventQueue()
 

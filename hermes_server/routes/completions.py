@@ -20,7 +20,6 @@ runs, so they name the requested id, as upstream's do.
 from __future__ import annotations
 
 import logging
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,7 +83,6 @@ def _continuation(request: Request, api_key: str | None) -> str | None:
 
 async def _validated(request: Request, ctx: AppContext) -> CompletionRequest:
     settings = ctx.settings
-    check_bearer(request, settings.api_key)
     # D6: 0.19.0 crashes on a body that is not an object here (the session routes refuse it).
     body = await read_json_object(request, settings.max_request_bytes,
                                   lambda: Deviation("bad_input_500", not_an_object()))
@@ -111,8 +109,8 @@ def _usage(usage: Usage | None) -> dict[str, int]:
     }
 
 
-def _completion_id() -> str:
-    return f"chatcmpl-{uuid.uuid4().hex[:29]}"
+def _completion_id(ctx: AppContext) -> str:
+    return f"chatcmpl-{ctx.ids.hex(29)}"
 
 
 # -- the non-streaming answer ---------------------------------------------------
@@ -129,7 +127,7 @@ async def _complete(request: Request, ctx: AppContext, req: CompletionRequest) -
         outcome = await answer(ctx, req.turn, CompletionFailed)
     return HermesJSONResponse(
         {
-            "id": _completion_id(),
+            "id": _completion_id(ctx),
             "object": "chat.completion",
             "created": int(ctx.now()),
             "model": req.model,
@@ -155,7 +153,7 @@ class ChunkStream:
     """
 
     def __init__(self, ctx: AppContext, model: Any) -> None:
-        self.completion_id = _completion_id()
+        self.completion_id = _completion_id(ctx)
         self.created = int(ctx.now())
         self.model = model
         self.open_tools: dict[str, str] = {}
@@ -220,10 +218,13 @@ def _stream(ctx: AppContext, req: CompletionRequest) -> Response:
 
 async def chat_completions(request: Request, ctx: AppContext) -> Response:
     """POST /v1/chat/completions: one agent turn, as a chat.completion or as streamed chunks."""
-    req = await _validated(request, ctx)
-    if req.stream:
-        return _stream(ctx, req)
-    return await _complete(request, ctx, req)
+    check_bearer(request, ctx.settings.api_key)
+    with ctx.slots.admit() as admission:  # the run cap, before the body is read
+        req = await _validated(request, ctx)
+        admission.release()  # the turn's task is spawned next, with nothing awaited between
+        if req.stream:
+            return _stream(ctx, req)
+        return await _complete(request, ctx, req)
 
 
 def routes() -> list[Route]:

@@ -127,7 +127,7 @@ async def health_detailed(request: Request, ctx: AppContext) -> Response:
         "gateway": readiness.gateway_check(state, platforms),
         # hermes-server has no run queue, process completions or delegations.
         "background_queues": readiness.check(
-            readiness.OK, active_api_runs=0, process_completions=0, active_delegations=0),
+            readiness.OK, active_api_runs=ctx.runs.active_count(), process_completions=0, active_delegations=0),
     }
     status = readiness.overall(checks)
     return HermesJSONResponse({

@@ -151,13 +151,14 @@ def finish_turn(
     conn: sqlite3.Connection,
     session_id: str,
     messages: list[dict[str, Any]],
-    usage: Usage,
+    usage: Usage | None,
     *,
     model: str,
     reported_model: str | None,
     now: float,
 ) -> None:
-    """Step 2 of a turn: the agent's assistant/tool rows, then the token accounting."""
+    """Step 2 of a turn: the agent's assistant/tool rows, then the token accounting
+    (none for a stopped turn, `usage` None: its model call never completed)."""
     _upsert_session(conn, session_id, model, now)
     for msg in messages:
         if msg.get("role") not in ("assistant", "tool"):
@@ -166,4 +167,5 @@ def finish_turn(
             conn, session_id, msg["role"], msg.get("content"), now,
             **{key: msg.get(key) for key in _MESSAGE_FIELDS},
         )
-    _account(conn, session_id, usage, reported_model, now)
+    if usage is not None:
+        _account(conn, session_id, usage, reported_model, now)

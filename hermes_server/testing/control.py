@@ -48,9 +48,13 @@ class Control:
         id counter included, when the dialect is served). The storage outage a fault began ends too.
 
         Chat turns still running (a client that went away does not stop them) are given
-        time to finish first, so none of them writes into the fresh state.
+        time to finish first, so none of them writes into the fresh state; live runs are
+        stopped first. Runs and stored responses are forgotten too.
         """
+        ctx.runs.stop_all()
         await ctx.turns.wait(RESET_TURN_WAIT_SECONDS)
+        ctx.runs.clear()
+        await ctx.response_store.clear()
         self.faults.clear()
         self.journal.clear()
         ctx.db.end_outage()

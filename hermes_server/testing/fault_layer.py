@@ -169,7 +169,7 @@ async def _cut_after(frames: AsyncIterator[bytes], events: int, scope: Any) -> A
     sent = 0
     try:
         async for frame in frames:
-            if frame.startswith(b"event:"):
+            if not frame.startswith(b":"):  # an event (`event:` or bare `data:`), not a comment
                 if sent >= events:
                     break
                 sent += 1

@@ -21,7 +21,8 @@ generator (so a run is repeatable). Where it acts:
 - at the test-control hooks inside use cases (chat/hooks.py): `fork_interrupted`
   and `fork_paused` (after step k of fork's four writes: stop there, or wait there,
   so that a delete can land inside the fork), `history_load_failure` and
-  `persistence_failure` (the chat turn), `stream_cut` (the session chat stream).
+  `persistence_failure` (the chat turn), `stream_cut` (the session chat stream, a run's
+  events, a streamed response).
 
 This module holds the faults and their registry; the layer that makes them act
 is testing/fault_layer.py.
@@ -65,7 +66,7 @@ HOOK_ROUTES: dict[str, tuple[str, ...]] = {
     "fork_paused": ("session_fork",),
     "history_load_failure": CHAT_ROUTES,
     "persistence_failure": CHAT_ROUTES,
-    "stream_cut": ("session_chat_stream",),
+    "stream_cut": ("session_chat_stream", "run_events", "responses"),
 }
 KINDS = PIPELINE_KINDS + tuple(HOOK_ROUTES)
 FORK_STEPS = 4

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import socket
 from dataclasses import dataclass
 from typing import Iterator
@@ -60,6 +61,16 @@ BODIES: list[bytes] = [
     b'{"faults": [{"kind": "nope"}]}', b'{"faults": [{"kind": "status", "status": 99999}]}',
     b'{"set": "x"}', b'{"advance": "1e999"}', b'{"advance": 1e999}',
     json.dumps({f"k{i}": i for i in range(1000)}).encode(),
+    # runs, responses and run approvals
+    b'{"input": ["bare"]}', b'{"input": [5]}', b'{"input": [{"content": {"x": 1}}]}', b'{"input": 5}',
+    b'{"input": "x", "session_id": 5}', b'{"input": "x", "session_id": ["s"]}', b'{"input": "x", "instructions": 7}',
+    b'{"input": "x", "conversation_history": [5]}', b'{"input": "x", "conversation_history": {"a": 1}}',
+    b'{"input": "x", "conversation_history": [{"role": "user", "content": [{"type": "file"}]}]}',
+    b'{"input": "x", "previous_response_id": {"a": 1}}', b'{"input": "x", "previous_response_id": 5}',
+    b'{"input": "x", "conversation": {"a": 1}}', b'{"input": "x", "conversation": [1]}',
+    b'{"input": "x", "conversation": 123456789012345678901234567890}', b'{"input": "x", "conversation": true}',
+    b'{"input": "x", "stream": true, "instructions": 7}', b'{"input": "x", "store": "maybe", "truncation": 5}',
+    b'{"input": "\\ud800", "conversation": "\\udfff"}', b'{"choice": {"a": 1}}', b'{"choice": "once", "all": [1]}',
 ]
 
 QUERIES = [
@@ -129,15 +140,18 @@ def send(port: int, method: str, target: str, headers: list[bytes], body: bytes 
         return Answer(response.status, response.getheader("content-type", ""), data)
 
 
+_PARAMETER = re.compile(r"\{[^}]+\}")
+
+
 def requests_for(template: str, methods: list[str],
                  headers: list[tuple[list[bytes], str]] = HEADERS) -> Iterator[tuple[str, str, list[bytes], bytes | None]]:
     """Every bad request this route gets: (method, target, extra header lines, body)."""
-    valid_path = template.replace("{session_id}", EXISTING)
+    valid_path = _PARAMETER.sub(EXISTING, template)
     for method in methods:
         body = b'{"message": "hi"}' if method in _BODY_METHODS else None
-        if "{session_id}" in template:
+        if _PARAMETER.search(template):
             for raw_id in PATH_IDS:
-                yield method, template.replace("{session_id}", raw_id), [], body
+                yield method, _PARAMETER.sub(lambda _: raw_id, template), [], body
         if method in _BODY_METHODS:
             for bad in BODIES:
                 yield method, valid_path, [b"Content-Type: application/json"], bad

@@ -218,7 +218,7 @@ def test_probability_is_repeatable_for_a_seed() -> None:
     ({"kind": "fork_interrupted", "after_step": 1, "route": "session_get"},
      [("$.route", "a fork_interrupted fault acts only on session_fork")]),
     ({"kind": "stream_cut", "after_events": 1, "route": "session_chat"},
-     [("$.route", "a stream_cut fault acts only on session_chat_stream")]),
+     [("$.route", "a stream_cut fault acts only on session_chat_stream, run_events, responses")]),
     ({"kind": "status", "times": 0}, [("$.times", "must be a positive integer or \"always\", got 0")]),
     ({"kind": "status", "probability": 2}, [("$.probability", "must be at most 1")]),
     ({"kind": "status", "when": "during"}, [("$.when", "must be one of before, after; got 'during'")]),

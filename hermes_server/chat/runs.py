@@ -1,0 +1,287 @@
+"""Structured runs (`/v1/runs`): one agent turn in the background, its status and its event queue.
+
+As upstream keeps them, in memory only:
+
+- the **status** of every run, a dict whose keys keep the order they were first set
+  in (`object, run_id, status, updated_at, created_at, session_id, model`, then
+  `last_event`, `output`, `usage`, `error` as they first appear); a finished run's
+  status is readable for an hour after its last update;
+- one **event queue** per run, created at submit and unbounded, so the first
+  subscriber gets every event however late it comes; it is shared, not broadcast
+  (two subscribers split the events), and dropped as soon as a subscriber's stream
+  ends, however it ends: later events are discarded and a later subscriber is told
+  the run is unknown. A queue nobody subscribed to is dropped 5 minutes after submit;
+- the **live** part (task, stop request, approvals) until the turn ends. Stop and
+  approval answer only while it exists; the run counts against the cap until then.
+
+The turn itself is an ordinary chat turn (`chat/turn.py`) on the run's session with
+the history the request gave (never state.db's), run in a task the server owns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from hermes_server.agents.base import AgentEvent, Delta, Progress, ToolEvent
+from hermes_server.chat.interrupt import Stop, TurnStopped
+from hermes_server.chat.turn import ChatTurn, TurnContext, run_turn
+from hermes_server.domain.content import normalize_content
+from hermes_server.domain.redact import redact
+
+log = logging.getLogger("hermes_server.chat")
+
+STATUS_TTL = 3600.0
+UNSUBSCRIBED_STREAM_TTL = 300.0
+# Expired runs are looked for at most this often (upstream sweeps once a minute).
+SWEEP_INTERVAL = 60.0
+# How long an unanswered approval waits before it counts as a deny (upstream's default).
+APPROVAL_TIMEOUT = 60.0
+TERMINAL = ("completed", "failed", "cancelled")
+APPROVAL_CHOICES = ("once", "session", "always", "deny")
+
+
+def approval_choices(smart_denied: bool, allow_permanent: bool) -> list[str]:
+    """The choices an `approval.request` offers."""
+    if smart_denied:
+        return ["once", "deny"]
+    return ["once", "session", "always", "deny"] if allow_permanent else ["once", "session", "deny"]
+
+
+class RunApprovals:
+    """The approval gate of one run: the agent asks and waits, the client answers over HTTP."""
+
+    def __init__(self, runs: Runs, run_id: str) -> None:
+        self.runs = runs
+        self.run_id = run_id
+        self.pending: deque[asyncio.Future[str]] = deque()
+
+    async def ask(self, request: dict[str, Any]) -> str:
+        event = dict(request)
+        event.update({
+            "event": "approval.request", "run_id": self.run_id, "timestamp": self.runs.now(),
+            "choices": approval_choices(bool(event.get("smart_denied")), event.get("allow_permanent") is not False),
+        })
+        self.runs.set_status(self.run_id, "waiting_for_approval", last_event="approval.request")
+        self.runs.enqueue(self.run_id, event)
+        answer: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self.pending.append(answer)
+        try:
+            return await asyncio.wait_for(asyncio.shield(answer), APPROVAL_TIMEOUT)
+        except TimeoutError:
+            return "deny"
+        finally:
+            if answer in self.pending:
+                self.pending.remove(answer)
+
+    def resolve(self, choice: str, every: bool) -> int:
+        """Answer the oldest pending request (all of them with `every`); how many were answered."""
+        count = 0
+        while self.pending and (every or count == 0):
+            answer = self.pending.popleft()
+            if not answer.done():
+                answer.set_result(choice)
+                count += 1
+        return count
+
+
+@dataclass
+class LiveRun:
+    """What exists of a run while its turn is running."""
+
+    stop: Stop
+    approvals: RunApprovals
+    task: asyncio.Task[Any] | None = None
+    tool_started: dict[str, float] = field(default_factory=dict)
+
+
+class Runs:
+    """Every run of one server: statuses, event queues, live turns."""
+
+    def __init__(self, clock: Any) -> None:
+        self.clock = clock
+        self.statuses: dict[str, dict[str, Any]] = {}
+        self.streams: dict[str, asyncio.Queue[dict[str, Any] | None]] = {}
+        self.stream_created: dict[str, float] = {}
+        self.subscribed: set[str] = set()
+        self.live: dict[str, LiveRun] = {}
+        self.swept_at = clock.now()
+
+    def now(self) -> float:
+        return self.clock.now()
+
+    def set_status(self, run_id: str, status: str, **fields: Any) -> dict[str, Any]:
+        """Update a status as upstream does: the fixed keys, `created_at` once, then `fields`."""
+        now = self.now()
+        current = self.statuses.get(run_id, {})
+        current.update({"object": "hermes.run", "run_id": run_id, "status": status, "updated_at": now})
+        current.setdefault("created_at", fields.pop("created_at", now))
+        current.update(fields)
+        self.statuses[run_id] = current
+        return current
+
+    def enqueue(self, run_id: str, event: dict[str, Any] | None) -> None:
+        """Queue an event (None: the end) while the run's queue exists; else it is discarded."""
+        queue = self.streams.get(run_id)
+        if queue is not None:
+            queue.put_nowait(event)
+
+    def push(self, run_id: str, event: dict[str, Any]) -> None:
+        """A tool or reasoning event: it becomes the status's `last_event`, then is queued."""
+        status = self.statuses.get(run_id, {}).get("status", "running")
+        self.set_status(run_id, status, last_event=event["event"])
+        self.enqueue(run_id, event)
+
+    def sweep(self) -> None:
+        """Forget finished statuses after an hour and queues nobody subscribed to after 5 minutes
+        (looked for once a minute, so a busy server does not scan every run on every request)."""
+        now = self.now()
+        if 0 <= now - self.swept_at < SWEEP_INTERVAL:  # (a clock set back sweeps at once)
+            return
+        self.swept_at = now
+        for run_id, created in list(self.stream_created.items()):
+            if now - created > UNSUBSCRIBED_STREAM_TTL and run_id not in self.subscribed:
+                self.drop_stream(run_id)
+        for run_id, status in list(self.statuses.items()):
+            if status.get("status") in TERMINAL and now - status.get("updated_at", now) > STATUS_TTL:
+                del self.statuses[run_id]
+
+    def drop_stream(self, run_id: str) -> None:
+        self.streams.pop(run_id, None)
+        self.stream_created.pop(run_id, None)
+
+    def register(self, run_id: str, session_id: Any, model: Any) -> LiveRun:
+        """A new run: queued status and its event queue exist before the client hears of it."""
+        self.sweep()
+        now = self.now()
+        self.streams[run_id] = asyncio.Queue()
+        self.stream_created[run_id] = now
+        self.set_status(run_id, "queued", created_at=now, session_id=session_id, model=model)
+        live = LiveRun(Stop(), RunApprovals(self, run_id))
+        self.live[run_id] = live
+        return live
+
+    def request_stop(self, run_id: str) -> bool:
+        """Stop a live run (a pending approval is answered deny); False when it is not live."""
+        live = self.live.get(run_id)
+        if live is None:
+            return False
+        self.set_status(run_id, "stopping", last_event="run.stopping")
+        live.stop.set(approval_denied=live.approvals.resolve("deny", every=True) > 0)
+        return True
+
+    def respond(self, run_id: str, choice: str, every: bool) -> int | None:
+        """Answer a run's pending approval; None when the run has no live approval session."""
+        live = self.live.get(run_id)
+        if live is None:
+            return None
+        resolved = live.approvals.resolve(choice, every)
+        if resolved:
+            self.set_status(run_id, "running", last_event="approval.responded")
+            self.enqueue(run_id, {"event": "approval.responded", "run_id": run_id, "timestamp": self.now(),
+                                  "choice": choice, "resolved": resolved})
+        return resolved
+
+    def stop_all(self) -> None:
+        """Stop every live run (a test-control reset)."""
+        for run_id in list(self.live):
+            self.request_stop(run_id)
+
+    def clear(self) -> None:
+        """Forget every run (a test-control reset, once their turns have ended)."""
+        self.statuses.clear()
+        self.streams.clear()
+        self.stream_created.clear()
+        self.subscribed.clear()
+
+    def active_count(self) -> int:
+        """Runs queued, running or waiting for an approval (as /health/detailed counts them)."""
+        return sum(s.get("status") in ("queued", "running", "waiting_for_approval") for s in self.statuses.values())
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What a validated submit hands to the run task."""
+
+    run_id: str
+    session_id: Any
+    user_message: Any
+    history: list[dict[str, Any]]
+    instructions: Any
+    session_key: str | None
+    origin: Any
+
+
+class _RunEvents:
+    """Agent events as run events, with upstream's keys."""
+
+    def __init__(self, runs: Runs, run_id: str, live: LiveRun) -> None:
+        self.runs = runs
+        self.run_id = run_id
+        self.live = live
+
+    def __call__(self, event: AgentEvent) -> None:
+        runs, run_id, now = self.runs, self.run_id, self.runs.now()
+        if isinstance(event, Delta):
+            if event.text:
+                runs.enqueue(run_id, {"event": "message.delta", "run_id": run_id, "timestamp": now,
+                                      "delta": event.text})
+        elif isinstance(event, Progress):
+            runs.push(run_id, {"event": "reasoning.available", "run_id": run_id, "timestamp": now,
+                               "text": event.text or ""})
+        elif isinstance(event, ToolEvent):
+            key = event.call_id or event.tool_name or ""
+            if event.kind == "started":
+                self.live.tool_started[key] = now
+                runs.push(run_id, {"event": "tool.started", "run_id": run_id, "timestamp": now,
+                                   "tool": event.tool_name, "preview": event.preview})
+            else:
+                began = self.live.tool_started.pop(key, now)
+                runs.push(run_id, {"event": "tool.completed", "run_id": run_id, "timestamp": now,
+                                   "tool": event.tool_name, "duration": round(now - began, 3),
+                                   "error": event.kind == "failed"})
+
+
+def _turn(spec: RunSpec, live: LiveRun) -> ChatTurn:
+    """The chat turn of a run; a value upstream's agent cannot take fails the run, as there."""
+    if not isinstance(spec.session_id, str):
+        raise TypeError(f"session_id must be a string, not {type(spec.session_id).__name__}")
+    if spec.instructions is not None and not isinstance(spec.instructions, str):
+        raise TypeError(f"instructions must be a string, not {type(spec.instructions).__name__}")
+    return ChatTurn(spec.session_id, normalize_content(spec.user_message), spec.instructions or None,
+                    spec.session_key, history=spec.history, origin=spec.origin,
+                    stop=live.stop, approvals=live.approvals)
+
+
+async def run_in_background(ctx: TurnContext, runs: Runs, spec: RunSpec, live: LiveRun) -> None:
+    """The run's task: the turn, then exactly one terminal event and the end of the queue."""
+    run_id = spec.run_id
+    try:
+        runs.set_status(run_id, "running")
+        if live.stop.is_set():  # stopped before its turn began: nothing is written
+            raise TurnStopped()
+        outcome = await run_turn(ctx, _turn(spec, live), _RunEvents(runs, run_id, live))
+    except TurnStopped:
+        runs.enqueue(run_id, {"event": "run.cancelled", "run_id": run_id, "timestamp": runs.now()})
+        runs.set_status(run_id, "cancelled", last_event="run.cancelled")
+    except Exception as exc:  # noqa: BLE001 - a failed run is reported, never raised
+        log.warning("run %s failed (%s)", run_id, type(exc).__name__)
+        error = redact(str(exc))
+        runs.set_status(run_id, "failed", error=error, last_event="run.failed")
+        runs.enqueue(run_id, {"event": "run.failed", "run_id": run_id, "timestamp": runs.now(), "error": error})
+    else:
+        if live.stop.is_set():  # finished anyway after a stop: the stop wins, the output is not kept
+            runs.enqueue(run_id, {"event": "run.cancelled", "run_id": run_id, "timestamp": runs.now()})
+            runs.set_status(run_id, "cancelled", last_event="run.cancelled")
+        else:
+            usage = outcome.usage.public()
+            runs.enqueue(run_id, {"event": "run.completed", "run_id": run_id, "timestamp": runs.now(),
+                                  "output": outcome.final_text, "usage": usage})
+            runs.set_status(run_id, "completed", output=outcome.final_text, usage=usage,
+                            last_event="run.completed")
+    finally:
+        runs.enqueue(run_id, None)
+        runs.live.pop(run_id, None)

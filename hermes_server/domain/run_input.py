@@ -1,0 +1,80 @@
+"""The body of `POST /v1/runs`: the user message, the history the model sees, the run's fields.
+
+Upstream's rules, in its order: `input` must be truthy; its user message is `input`
+itself (a string) or the last item's `content` (a list); `conversation_history` wins
+over `previous_response_id`, and a list `input` of several items gives the history
+when neither does. What upstream answers with a bare 500 (an `input` list ending in a
+non-object) is a 400 naming the field here (docs/differences.md, D6).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from hermes_server.domain.openai_messages import MessagesError
+
+
+@dataclass(frozen=True)
+class RunInput:
+    """A validated run request, before the response store is consulted."""
+
+    user_message: Any  # a string, a list of parts or any JSON value the agent is given as is
+    history: list[dict[str, str]]  # the explicit `conversation_history` (empty: none)
+    earlier: list[dict[str, Any]]  # the history earlier `input` items give when nothing else does
+    instructions: Any
+    previous_response_id: Any
+    session_id: Any
+    model: Any
+
+
+def history_entries(raw: Any) -> list[dict[str, str]]:
+    """`conversation_history` as role/content strings (upstream's `str()` of each), or the 400."""
+    if not isinstance(raw, list):
+        raise MessagesError("'conversation_history' must be an array of message objects")
+    entries = []
+    for i, entry in enumerate(raw):
+        if not isinstance(entry, dict) or "role" not in entry or "content" not in entry:
+            raise MessagesError(f"conversation_history[{i}] must have 'role' and 'content' fields")
+        entries.append({"role": str(entry["role"]), "content": str(entry["content"])})
+    return entries
+
+
+def _flattened(content: Any) -> str:
+    """An earlier input item's content: the text of its `text` parts joined by spaces."""
+    if isinstance(content, list):
+        content = " ".join(
+            str(part.get("text", "")) for part in content if isinstance(part, dict) and part.get("type") == "text"
+        )
+    return str(content)
+
+
+def parse_run_input(body: dict[str, Any], served_model: str) -> RunInput:
+    """Validate a run body; MessagesError carries upstream's 400 (or D6's for the bare 500s)."""
+    raw_input = body.get("input")
+    if not raw_input:
+        raise MessagesError("Missing 'input' field")
+    if isinstance(raw_input, str):
+        user_message: Any = raw_input
+    elif isinstance(raw_input, list):
+        last = raw_input[-1]
+        if not isinstance(last, dict):
+            raise MessagesError("The last item of 'input' must be a message object", param="input")
+        user_message = last.get("content", "")
+    else:
+        user_message = ""
+    if not user_message:
+        raise MessagesError("No user message found in input")
+    history: list[dict[str, str]] = []
+    raw_history = body.get("conversation_history")
+    if raw_history:
+        history = history_entries(raw_history)
+    earlier = [
+        {"role": item["role"], "content": _flattened(item["content"])}
+        for item in (raw_input[:-1] if isinstance(raw_input, list) else [])
+        if isinstance(item, dict) and item.get("role") and item.get("content")
+    ]
+    return RunInput(
+        user_message, history, earlier, body.get("instructions"), body.get("previous_response_id"),
+        body.get("session_id"), body.get("model", served_model),
+    )

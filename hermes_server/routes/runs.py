@@ -1,0 +1,191 @@
+"""Structured runs: POST /v1/runs, GET /v1/runs/{id}, its events (SSE), stop and approval.
+
+A run is one agent turn started in the background: the submit answers 202 at once,
+the client polls the status or follows the events, and may stop the run or answer a
+tool's approval request while it is live. What a run keeps and for how long is in
+`chat/runs.py`; these handlers check requests in upstream's order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, AsyncIterator
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from hermes_server.chat.runs import APPROVAL_CHOICES, RunSpec, run_in_background
+from hermes_server.chat.slots import Admission
+from hermes_server.context import AppContext
+from hermes_server.domain.openai_messages import request_bool
+from hermes_server.domain.run_input import parse_run_input
+from hermes_server.http.auth import check_bearer, session_key
+from hermes_server.http.body import read_json_object
+from hermes_server.http.errors import ApiError
+from hermes_server.http.responses import HermesJSONResponse
+from hermes_server.http.routing import Operation, Route
+from hermes_server.http.sse import KEEPALIVE_FRAME, data_frame, sse_response
+
+STREAM_CLOSED_FRAME = b": stream closed\n\n"
+# A subscriber may come a moment before its run is registered: the events route waits this long.
+SUBSCRIBE_POLLS = 20
+SUBSCRIBE_POLL_SECONDS = 0.05
+_CHOICE_ALIASES = {"approve": "once", "approved": "once", "allow": "once"}
+
+
+def _invalid_json() -> ApiError:
+    return ApiError(400, "Invalid JSON")
+
+
+def run_not_found(run_id: str) -> ApiError:
+    return ApiError(404, f"Run not found: {run_id}", "run_not_found")
+
+
+async def submit_run(request: Request, ctx: AppContext) -> Response:
+    """POST /v1/runs: validate, register the run, start its turn, answer 202."""
+    settings = ctx.settings
+    check_bearer(request, settings.api_key)
+    key = session_key(request, settings.api_key)
+    with ctx.slots.admit() as admission:  # the run cap, after the session key, before the body
+        return await _submit(request, ctx, key, admission)
+
+
+async def _submit(request: Request, ctx: AppContext, key: str | None, admission: Admission) -> Response:
+    settings = ctx.settings
+    body = await read_json_object(request, settings.max_request_bytes, invalid=_invalid_json)
+    parsed = parse_run_input(body, settings.model_name)
+    history, stored_session, instructions = parsed.history, None, parsed.instructions
+    if not history and parsed.previous_response_id:
+        stored = await ctx.response_store.get(parsed.previous_response_id)
+        if stored is not None:  # an unknown previous_response_id is ignored, as upstream does
+            history = list(stored.get("conversation_history") or [])
+            stored_session = stored.get("session_id")
+            if instructions is None:
+                instructions = stored.get("instructions")
+    if not history:
+        history = parsed.earlier
+    run_id = f"run_{ctx.ids.hex(32)}"
+    session_id = parsed.session_id or stored_session or run_id
+    live = ctx.runs.register(run_id, session_id, parsed.model)
+    spec = RunSpec(run_id, session_id, parsed.user_message, history, instructions, key, request.scope)
+    admission.release()
+    live.task = ctx.turns.spawn(run_in_background(ctx, ctx.runs, spec, live))
+    return HermesJSONResponse({"run_id": run_id, "status": "started"}, 202,
+                              headers={"X-Hermes-Session-Key": key} if key else None)
+
+
+async def run_status(request: Request, ctx: AppContext) -> Response:
+    """GET /v1/runs/{run_id}: the pollable status."""
+    check_bearer(request, ctx.settings.api_key)
+    run_id = request.path_params["run_id"]
+    ctx.runs.sweep()
+    status = ctx.runs.statuses.get(run_id)
+    if status is None:
+        raise run_not_found(run_id)
+    return HermesJSONResponse(status)
+
+
+async def _event_frames(ctx: AppContext, run_id: str, queue: asyncio.Queue[Any]) -> AsyncIterator[bytes]:
+    """The run's queued events as `data:` frames, then `: stream closed`; the queue goes with the stream."""
+    keepalive = ctx.settings.keepalive_seconds
+    try:
+        while True:
+            try:
+                event = await asyncio.wait_for(queue.get(), keepalive)
+            except TimeoutError:
+                yield KEEPALIVE_FRAME
+                continue
+            if event is None:
+                yield STREAM_CLOSED_FRAME
+                return
+            yield data_frame(event)
+    finally:
+        ctx.runs.subscribed.discard(run_id)
+        if ctx.runs.streams.get(run_id) is queue:
+            ctx.runs.drop_stream(run_id)
+
+
+async def run_events(request: Request, ctx: AppContext) -> Response:
+    """GET /v1/runs/{run_id}/events: the run's events as server-sent events."""
+    check_bearer(request, ctx.settings.api_key)
+    run_id = request.path_params["run_id"]
+    for _ in range(SUBSCRIBE_POLLS):
+        if run_id in ctx.runs.streams:
+            break
+        await asyncio.sleep(SUBSCRIBE_POLL_SECONDS)
+    else:
+        raise run_not_found(run_id)
+    ctx.runs.subscribed.add(run_id)
+    frames = _event_frames(ctx, run_id, ctx.runs.streams[run_id])
+    return sse_response(ctx.hooks.stream(request.scope, frames), {}, cors=False)
+
+
+async def stop_run(request: Request, ctx: AppContext) -> Response:
+    """POST /v1/runs/{run_id}/stop: stop a live run (a finished one is unknown here)."""
+    check_bearer(request, ctx.settings.api_key)
+    run_id = request.path_params["run_id"]
+    if not ctx.runs.request_stop(run_id):
+        raise run_not_found(run_id)
+    return HermesJSONResponse({"run_id": run_id, "status": "stopping"})
+
+
+def _choice(body: dict[str, Any]) -> str:
+    raw = str(body.get("choice", "")).strip().lower()
+    choice = _CHOICE_ALIASES.get(raw, raw)
+    if choice not in APPROVAL_CHOICES:
+        raise ApiError(400, "Invalid approval choice; expected one of: once, session, always, deny",
+                       "invalid_approval_choice")
+    return choice
+
+
+async def answer_approval(request: Request, ctx: AppContext) -> Response:
+    """POST /v1/runs/{run_id}/approval: answer the run's oldest pending approval (or all)."""
+    check_bearer(request, ctx.settings.api_key)
+    run_id = request.path_params["run_id"]
+    if run_id not in ctx.runs.statuses:
+        raise run_not_found(run_id)
+    body = await read_json_object(request, ctx.settings.max_request_bytes, invalid=_invalid_json)
+    choice = _choice(body)
+    every = request_bool(body.get("all")) or request_bool(body.get("resolve_all"))
+    resolved = ctx.runs.respond(run_id, choice, every)
+    if resolved is None:
+        raise ApiError(409, f"Run has no active approval session: {run_id}", "approval_not_active")
+    if resolved == 0:
+        raise ApiError(409, f"Run has no pending approval: {run_id}", "approval_not_pending")
+    return HermesJSONResponse({"object": "hermes.run.approval_response", "run_id": run_id,
+                               "choice": choice, "resolved": resolved})
+
+
+_AUTH = {401: "Unauthorized"}
+
+
+def routes() -> list[Route]:
+    """The five run routes and what they promise."""
+    return [
+        Route("runs", "/v1/runs", {"POST": submit_run}, {
+            "POST": Operation("Start an agent run in the background; answers at once with its id",
+                              {202: "RunStarted", 400: "BadRequest", 403: "Forbidden", 413: "PayloadTooLarge",
+                               429: "TooManyRuns", **_AUTH},
+                              "runs", ("run_submission",), body="RunRequest",
+                              headers=("X-Hermes-Session-Key",)),
+        }),
+        Route("run_status", "/v1/runs/{run_id}", {"GET": run_status}, {
+            "GET": Operation("The run's pollable status", {200: "RunStatus", 404: "NotFound", **_AUTH},
+                             "run_status", ("run_status",)),
+        }),
+        Route("run_events", "/v1/runs/{run_id}/events", {"GET": run_events}, {
+            "GET": Operation("The run's events as server-sent events (one shared queue, see docs)",
+                             {200: "RunEvents", 404: "NotFound", **_AUTH},
+                             "run_events", ("run_events_sse", "tool_progress_events", "approval_events")),
+        }),
+        Route("run_approval", "/v1/runs/{run_id}/approval", {"POST": answer_approval}, {
+            "POST": Operation("Answer the run's pending tool approval",
+                              {200: "RunApprovalResponse", 400: "BadRequest", 404: "NotFound", 409: "Conflict",
+                               413: "PayloadTooLarge", **_AUTH},
+                              "run_approval", ("run_approval_response",), body="RunApprovalRequest"),
+        }),
+        Route("run_stop", "/v1/runs/{run_id}/stop", {"POST": stop_run}, {
+            "POST": Operation("Stop a live run", {200: "RunStopping", 404: "NotFound", **_AUTH},
+                              "run_stop", ("run_stop",)),
+        }),
+    ]
