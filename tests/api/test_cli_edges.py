@@ -49,6 +49,8 @@ BAD_VALUES: dict[str, list[str]] = {
     "max_head_bytes": ["-5"],
     "fixture_path": ["/nonexistent/fixture.json"],
     "herm_run_allowance": ["-1", "some"],
+    "agent_delay": ["-1", "inf", "a while"],
+    "max_concurrent_runs": ["-1", "ten"],
     "herm_run_window_seconds": ["0", "inf", "a minute"],
 }
 # Checked elsewhere or free-form: the home (readiness reports an unusable one), the keys

@@ -46,10 +46,12 @@ def test_events_framing_and_a_late_first_subscriber_gets_everything(server: Runn
     assert response.status_code == 200
     assert {k: v for k, v in response.headers.items() if k not in ("date", "server", "transfer-encoding")} == {
         "content-type": "text/event-stream", "cache-control": "no-cache", "x-accel-buffering": "no"}
-    assert names(events) == ["message.delta", "message.delta", "run.completed"]
+    # As 0.19.0: the model call's text again as `reasoning.available` after its deltas.
+    assert names(events) == ["message.delta", "message.delta", "reasoning.available", "run.completed"]
     assert [list(e) for e in events[:1]] == [["event", "run_id", "timestamp", "delta"]]
     assert list(events[-1]) == ["event", "run_id", "timestamp", "output", "usage"]
-    assert "".join(e["delta"] for e in events[:-1]) == "plain answer"
+    assert "".join(e["delta"] for e in events[:2]) == "plain answer"
+    assert events[2]["text"] == "plain answer"
     assert comments == ["stream closed"]
 
 
@@ -137,13 +139,13 @@ def test_approval_once_runs_the_tool(server: RunningServer) -> None:
                              "resolved": 1}
     assert wait_status(server.client, run_id)["status"] == "completed"
     _, events, _ = read_events(server.client, run_id)
-    assert names(events) == ["message.delta", "tool.started", "approval.request", "approval.responded",
-                             "tool.completed", "run.completed"]
-    request = events[2]
+    assert names(events) == ["message.delta", "reasoning.available", "tool.started", "approval.request",
+                             "approval.responded", "tool.completed", "reasoning.available", "run.completed"]
+    request = events[3]
     assert list(request) == ["command", "pattern_key", "pattern_keys", "description", "allow_permanent",
                              "event", "run_id", "timestamp", "choices"]
     assert request["choices"] == ["once", "session", "always", "deny"]
-    assert events[4]["error"] is False
+    assert events[5]["error"] is False
     again = server.client.post(f"/v1/runs/{run_id}/approval", json={"choice": "deny"})
     assert again.status_code == 409 and again.json()["error"]["code"] == "approval_not_active"
 

@@ -49,7 +49,8 @@ def test_health_start_wait_events_history(bridge: BridgeService) -> None:
     assert "plain answer" in str(done)
     events = bridge.events(run_id=started["run_id"])
     assert events["error_code"] is None, events
-    assert [e["event"] for e in events["events"]] == ["message.delta", "message.delta", "run.completed"]
+    assert [e["event"] for e in events["events"]] == ["message.delta", "message.delta", "reasoning.available",
+                                                      "run.completed"]
     history = bridge.history(session_id=started["run_id"])
     assert "hello from the client" in str(history) and "plain answer" in str(history)
 

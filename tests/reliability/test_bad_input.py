@@ -163,6 +163,13 @@ def requests_for(template: str, methods: list[str],
             yield method, valid_path, lines or [b"no key"], body
 
 
+def _feature_off(route: str, answer: Answer) -> bool:
+    """0.19.0's constant answer of a feature a standalone API server lacks (no platform adapter
+    connected): a documented 503 envelope, not a failure of the server."""
+    return (route == "platform_events" and answer.status == 503
+            and json.loads(answer.body)["error"]["code"] == "platform_unavailable")
+
+
 def _battery(server: RunningServer, routes: list, keys: list[bytes] = BEARER,
              headers: list[tuple[list[bytes], str]] = HEADERS) -> int:
     sent = 0
@@ -171,7 +178,7 @@ def _battery(server: RunningServer, routes: list, keys: list[bytes] = BEARER,
         for method, target, lines, body in requests_for(route.template, sorted(route.methods), headers):
             answer = send(server.port, method, target, lines, body, keys)
             sent += 1
-            if answer.status >= 500:
+            if answer.status >= 500 and not _feature_off(route.name, answer):
                 failures.append(f"{method} {target[:80]} {lines} {(body or b'')[:60]!r} -> "
                                 f"{answer.status} {answer.body[:200]!r}")
             elif answer.content_type.startswith("application/json"):
