@@ -17,6 +17,7 @@ from typing import Any
 
 from hermes_server.domain.content import ContentError, has_visible_payload, normalize_content
 from hermes_server.domain.openai_messages import MessagesError, request_bool
+from hermes_server.domain.run_input import history_entries
 from hermes_server.domain.titles import scrub_surrogates
 
 # Most history messages a request with `truncation: "auto"` keeps.
@@ -61,18 +62,6 @@ def _input_messages(raw_input: Any) -> list[dict[str, Any]]:
     return messages
 
 
-def _history(raw: Any) -> list[dict[str, Any]]:
-    if not isinstance(raw, list):
-        raise MessagesError("'conversation_history' must be an array of message objects")
-    entries = []
-    for i, entry in enumerate(raw):
-        if not isinstance(entry, dict) or "role" not in entry or "content" not in entry:
-            raise MessagesError(f"conversation_history[{i}] must have 'role' and 'content' fields")
-        entries.append({"role": str(entry["role"]),
-                        "content": _content(entry["content"], f"conversation_history[{i}].content")})
-    return entries
-
-
 def parse_response_input(body: dict[str, Any], served_model: str) -> ResponseInput:
     """Validate a Responses body up to the store lookup; errors carry upstream's 400s."""
     raw_input = body.get("input")
@@ -90,7 +79,7 @@ def parse_response_input(body: dict[str, Any], served_model: str) -> ResponseInp
         conversation = scrub_surrogates(conversation)
     messages = _input_messages(raw_input)
     raw_history = body.get("conversation_history")
-    history = _history(raw_history) if raw_history else []
+    history = history_entries(raw_history, _content) if raw_history else []
     instructions = body.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
         raise MessagesError("'instructions' must be a string", param="instructions")

@@ -10,7 +10,7 @@ non-object) is a 400 naming the field here (docs/differences.md, D6).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from hermes_server.domain.openai_messages import MessagesError
 
@@ -28,15 +28,21 @@ class RunInput:
     model: Any
 
 
-def history_entries(raw: Any) -> list[dict[str, str]]:
-    """`conversation_history` as role/content strings (upstream's `str()` of each), or the 400."""
+def _as_text(content: Any, param: str) -> str:
+    return str(content)
+
+
+def history_entries(raw: Any, content: Callable[[Any, str], Any] = _as_text) -> list[dict[str, Any]]:
+    """`conversation_history` as role/content entries, or the 400. Runs keep upstream's `str()` of
+    each content; the Responses API passes its own `content` rule (which also gets the field's name)."""
     if not isinstance(raw, list):
         raise MessagesError("'conversation_history' must be an array of message objects")
     entries = []
     for i, entry in enumerate(raw):
         if not isinstance(entry, dict) or "role" not in entry or "content" not in entry:
             raise MessagesError(f"conversation_history[{i}] must have 'role' and 'content' fields")
-        entries.append({"role": str(entry["role"]), "content": str(entry["content"])})
+        entries.append({"role": str(entry["role"]),
+                        "content": content(entry["content"], f"conversation_history[{i}].content")})
     return entries
 
 
