@@ -14,7 +14,6 @@ from urllib.parse import parse_qsl
 from starlette.requests import Request
 from starlette.responses import Response
 
-from hermes_server.domain.errors import DocumentError
 from hermes_server.http.auth import check_bearer
 from hermes_server.http.body import read_json_object
 from hermes_server.http.responses import HermesJSONResponse
