@@ -52,6 +52,8 @@ class Settings:
     # Seconds a write keeps retrying while another process holds the SQLite write lock.
     write_retry_seconds: float = 15.0
     reader_threads: int = 2
+    # Megabytes of session-read answers kept until state.db changes (0: none kept).
+    read_cache_mb: int = 8
     log_level: str = "info"
     log_format: str = "text"
     # On SIGTERM, seconds in-flight requests (chat streams included) may run on.

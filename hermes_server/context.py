@@ -23,6 +23,7 @@ from hermes_server.domain.clock import Clock
 from hermes_server.domain.ids import IdSource
 from hermes_server.domain.quirks import DEFAULT_QUIRKS, Quirks
 from hermes_server.store.db import Database
+from hermes_server.store.read_cache import ReadCache
 from hermes_server.store.responses import ResponseStore
 
 if TYPE_CHECKING:
@@ -60,11 +61,14 @@ class AppContext:
     response_store: ResponseStore = field(init=False)
     # The cap on live agent turns that runs, responses and chat completions enforce.
     slots: Slots = field(init=False)
+    # Session reads' answers, remembered until state.db changes (`--read-cache-mb`).
+    reads: ReadCache = field(init=False)
 
     def __post_init__(self) -> None:
         self.runs = Runs(self.clock)
         self.slots = Slots(self.settings.max_concurrent_runs, self.turns)
         self.response_store = ResponseStore(self.settings.response_store_path)
+        self.reads = ReadCache(self.db, int(self.settings.read_cache_mb * 1024 * 1024))
 
     def now(self) -> float:
         """Current Unix time in float seconds."""

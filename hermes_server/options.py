@@ -226,6 +226,9 @@ SERVE_OPTIONS: tuple[Option, ...] = (
            "after the grace period, how long chat turns still running (their requests ended) may run on to be "
            "stored before they are cancelled; a stop takes at most --shutdown-grace plus this",
            metavar="SECONDS", shown_default="15"),
+    Option("read_cache_mb", "--read-cache-mb", "HERMES_SERVER_READ_CACHE_MB", 8, whole(0, 4096),
+           "megabytes of session reads' answers (list, session, messages) kept until state.db changes; any "
+           "commit, by this server or another process, empties it; 0 keeps none", metavar="MB"),
     Option("agent", "--agent", "HERMES_SERVER_AGENT", "echo", one_of(AGENT_NAMES),
            "who answers chat turns: echo (offline, deterministic), openai (an OpenAI-compatible "
            "chat-completions server), script (replies read from --agent-script)", group="chat", metavar="NAME"),

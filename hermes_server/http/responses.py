@@ -27,6 +27,10 @@ SECURITY_HEADERS: dict[str, str] = {
 }
 
 
+# The same, as the raw (name, value) pairs an ASGI response start carries: encoded once.
+_SECURITY_RAW = [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in SECURITY_HEADERS.items()]
+
+
 def dumps(payload: Any) -> bytes:
     """Serialise like aiohttp: ASCII-escaped, default separators, NaN allowed."""
     return json.dumps(payload).encode("ascii")
@@ -35,12 +39,16 @@ def dumps(payload: Any) -> bytes:
 class ExactResponse(Response):
     """A response whose Content-Type is sent verbatim (Starlette would append a charset)."""
 
+    # Raw headers sent after Content-Length and before the extras (none here).
+    fixed_headers: list[tuple[bytes, bytes]] = []
+
     def init_headers(self, headers: Any = None) -> None:
-        """Build raw headers: exact Content-Type, Content-Length, then the extras."""
+        """Build raw headers: exact Content-Type, Content-Length, the fixed ones, then the extras."""
         body = getattr(self, "body", b"")
         raw = [
             (b"content-type", self.media_type.encode("latin-1")),
             (b"content-length", str(len(body)).encode("latin-1")),
+            *self.fixed_headers,
         ]
         for key, value in (headers or {}).items():
             # aiohttp sends header values as UTF-8 (e.g. a session id `é` as C3 A9).
@@ -52,6 +60,8 @@ class HermesJSONResponse(ExactResponse):
     """A handler's JSON answer, carrying the security headers upstream adds."""
 
     media_type = JSON_CONTENT_TYPE
+    # Every handler answer carries the security headers, unless made with `secure=False`.
+    fixed_headers = _SECURITY_RAW
 
     def __init__(
         self,
@@ -60,10 +70,23 @@ class HermesJSONResponse(ExactResponse):
         headers: dict[str, str] | None = None,
         secure: bool = True,
     ) -> None:
-        merged = dict(SECURITY_HEADERS) if secure else {}
-        if headers:
-            merged.update(headers)
-        super().__init__(dumps(content), status_code=status_code, headers=merged)
+        self.init_encoded(dumps(content), status_code, headers, secure)
+
+    @classmethod
+    def encoded(cls, body: bytes, status_code: int = 200) -> HermesJSONResponse:
+        """The answer for a body already serialised by `dumps` (a remembered one)."""
+        response = cls.__new__(cls)
+        response.init_encoded(body, status_code, None, True)
+        return response
+
+    def init_encoded(self, body: bytes, status_code: int, headers: dict[str, str] | None, secure: bool) -> None:
+        if not secure:
+            self.fixed_headers = []
+        elif headers and not headers.keys().isdisjoint(SECURITY_HEADERS):
+            # An extra that replaces a security header takes its place, as in a merged dict.
+            self.fixed_headers = []
+            headers = {**SECURITY_HEADERS, **headers}
+        ExactResponse.__init__(self, body, status_code=status_code, headers=headers)
 
 
 class PlainTextResponse(ExactResponse):

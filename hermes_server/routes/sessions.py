@@ -23,7 +23,7 @@ from hermes_server.http.errors import (
     session_not_found,
 )
 from hermes_server.http.pipeline import note_session
-from hermes_server.http.responses import HermesJSONResponse
+from hermes_server.http.responses import HermesJSONResponse, dumps
 from hermes_server.domain.errors import SessionGone, StorageFault
 from hermes_server.http.routing import Operation, Route
 from hermes_server.openapi.schemas import BODY_ERRORS, SESSION_ERRORS, STORE_ERRORS
@@ -39,8 +39,12 @@ _FORK_WRITTEN = {
 }
 
 
+def _session_document(row: dict[str, Any]) -> bytes:
+    return dumps({"object": "hermes.session", "session": session_projection(row)})
+
+
 def _session_body(row: dict[str, Any], status: int = 200) -> Response:
-    return HermesJSONResponse({"object": "hermes.session", "session": session_projection(row)}, status)
+    return HermesJSONResponse.encoded(_session_document(row), status)
 
 
 def refuse_id(session_id: str, problem: str) -> Exception:
@@ -57,18 +61,22 @@ def storable_text(value: str, field: str) -> str:
 
 
 async def list_sessions(request: Request, ctx: AppContext) -> Response:
-    """GET /api/sessions."""
+    """GET /api/sessions (remembered until state.db changes: store/read_cache.py)."""
     check_bearer(request, ctx.settings.api_key)
     await ctx.db.ensure_open()
     query = ListQuery.parse(first_query_values(request))
-    rows = await ctx.db.read(listing.list_sessions, query)
-    return HermesJSONResponse({
-        "object": "list",
-        "data": [session_projection(row) for row in rows],
-        "limit": query.limit,
-        "offset": query.offset,
-        "has_more": len(rows) == query.limit,
-    })
+
+    async def build() -> bytes:
+        rows = await ctx.db.read(listing.list_sessions, query)
+        return dumps({
+            "object": "list",
+            "data": [session_projection(row) for row in rows],
+            "limit": query.limit,
+            "offset": query.offset,
+            "has_more": len(rows) == query.limit,
+        })
+
+    return HermesJSONResponse.encoded(await ctx.reads.get(("list", query), build))
 
 
 async def create_session(request: Request, ctx: AppContext) -> Response:
@@ -104,9 +112,16 @@ async def create_session(request: Request, ctx: AppContext) -> Response:
 
 
 async def get_session(request: Request, ctx: AppContext) -> Response:
-    """GET /api/sessions/{id}: the exact row, no tip following, archived rows included."""
+    """GET /api/sessions/{id}: the exact row, no tip following, archived rows included (remembered
+    until state.db changes)."""
     check_bearer(request, ctx.settings.api_key)
-    return _session_body(await existing_session(ctx, request.path_params["session_id"]))
+    session_id = request.path_params["session_id"]
+    await ctx.db.ensure_open()
+
+    async def build() -> bytes:
+        return _session_document(await existing_session(ctx, session_id))
+
+    return HermesJSONResponse.encoded(await ctx.reads.get(("session", session_id), build))
 
 
 async def patch_session(request: Request, ctx: AppContext) -> Response:
@@ -141,19 +156,24 @@ async def delete_session(request: Request, ctx: AppContext) -> Response:
 
 
 async def list_messages(request: Request, ctx: AppContext) -> Response:
-    """GET /api/sessions/{id}/messages: 404 on the exact id, then compression resolution (D2)."""
+    """GET /api/sessions/{id}/messages: 404 on the exact id, then compression resolution (D2);
+    remembered until state.db changes."""
     check_bearer(request, ctx.settings.api_key)
     session_id = request.path_params["session_id"]
     await ctx.db.ensure_open()
-    transcript = await ctx.db.read(messages.resolved_transcript, session_id, ctx.quirks.fork_takes_over_messages)
-    if transcript is None:
-        raise session_not_found(session_id)
-    target, rows = transcript
-    return HermesJSONResponse({
-        "object": "list",
-        "session_id": target,
-        "data": [message_projection(row) for row in rows],
-    })
+
+    async def build() -> bytes:
+        transcript = await ctx.db.read(messages.resolved_transcript, session_id, ctx.quirks.fork_takes_over_messages)
+        if transcript is None:
+            raise session_not_found(session_id)
+        target, rows = transcript
+        return dumps({
+            "object": "list",
+            "session_id": target,
+            "data": [message_projection(row) for row in rows],
+        })
+
+    return HermesJSONResponse.encoded(await ctx.reads.get(("messages", session_id), build))
 
 
 async def fork_session(request: Request, ctx: AppContext) -> Response:

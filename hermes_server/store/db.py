@@ -21,8 +21,9 @@ process being killed at any moment; only an OS crash or power cut can undo the l
 commits before a checkpoint, never corrupt the file. FULL would add one fsync per
 write request and halve write throughput.
 
-Nothing is cached between operations, so a commit by another process (real
-Hermes, a CLI, a test) is visible to the very next read.
+Nothing is cached between operations except answers validated by `change_count`
+(read_cache.py), so a commit by another process (real Hermes, a CLI, a test) is
+visible to the very next read.
 """
 
 from __future__ import annotations
@@ -114,7 +115,7 @@ class _Budget:
     """SQLite progress handler: interrupts the statement once `left` checks are used up."""
 
     def __init__(self) -> None:
-        self.left = 0
+        self.left = 1 << 30  # only a loop read sets a real budget
 
     def __call__(self) -> int:
         self.left -= 1
@@ -281,6 +282,20 @@ class Database:
             self._budget.left = 1 << 30  # the closing statement is never interrupted
             if conn.in_transaction:
                 conn.execute("COMMIT")
+
+    def change_count(self) -> int | None:
+        """SQLite's `data_version` on the loop's connection: it moves whenever any other
+        connection, in this process or another, has committed since the last call.
+
+        That connection only reads, so every commit moves it. None when the database is
+        not open or cannot say (then nothing may be taken as unchanged).
+        """
+        if self._writer_conn is None or self._closed:
+            return None
+        try:
+            return self._loop_reader().execute("PRAGMA data_version").fetchone()[0]
+        except sqlite3.Error:
+            return None
 
     # -- running operations ------------------------------------------------
 
