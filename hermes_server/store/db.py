@@ -42,6 +42,7 @@ from typing import Any, Callable, TypeVar
 from hermes_server.domain.errors import DatabaseUnavailable, SchemaMismatch
 from hermes_server.store.home_check import HomeProblems
 from hermes_server.store import migrate
+from hermes_server.store.checkpoint import JOURNAL_SIZE_LIMIT, Checkpointer
 from hermes_server.store.storage_faults import WriteHealth, refusing_write, storage_fault
 
 log = logging.getLogger("hermes_server.store")
@@ -173,6 +174,8 @@ class Database:
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="hs-writer")
         self._readers = ThreadPoolExecutor(reader_threads, thread_name_prefix="hs-reader")
         self._writer_conn: sqlite3.Connection | None = None
+        # WAL checkpoints run there, never inside a commit (checkpoint.py).
+        self._checkpointer = Checkpointer(path, connect)
         # Writes waiting for the writer thread, and whether a drain of them is scheduled.
         self._queued: deque[tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]]] = deque()
         self._queue_lock = threading.Lock()
@@ -246,6 +249,8 @@ class Database:
             conn.close()
             self.home_problems.open_failed(exc)
             raise DatabaseUnavailable(f"cannot prepare {self.path}: {exc}") from exc
+        conn.execute("PRAGMA wal_autocheckpoint=0")  # the checkpointer's thread does it
+        conn.execute(f"PRAGMA journal_size_limit={JOURNAL_SIZE_LIMIT}")  # a restarted WAL gives the disk back
         self._writer_conn = conn
         self.home_problems.opened()
 
@@ -351,6 +356,8 @@ class Database:
                 if not batch:
                     self._draining = False
                     return
+            if self._checkpointer.catch_up_due and self._writer_conn is not None:
+                self._checkpointer.catch_up(self._writer_conn)
             # A write whose request was cancelled before it started is dropped, as an executor would.
             batch = [(op, future) for op, future in batch if not future.cancelled()]
             if batch:
@@ -366,7 +373,10 @@ class Database:
         outcomes = self._run_batch(batch)
         # Rows changed (rolled-back ones count too) and a write that succeeded: a commit that wrote.
         wrote = conn is not None and conn.total_changes != changes and any(ok for ok, _ in outcomes)
-        return self.write_health.review(outcomes, wrote)
+        reviewed = self.write_health.review(outcomes, wrote)
+        if wrote:
+            self._checkpointer.committed()
+        return reviewed
 
     def _run_batch(self, batch: list[tuple[Callable[[sqlite3.Connection], Any], asyncio.Future[Any]]]
                    ) -> list[tuple[bool, Any]]:
@@ -406,6 +416,7 @@ class Database:
 
     def _close_all(self) -> None:
         self._closed = True
+        self._checkpointer.stop()
         for conn in self._reader_conns:
             conn.close()
         self._reader_conns.clear()
