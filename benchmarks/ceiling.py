@@ -45,7 +45,7 @@ Prepared = tuple[int, list[tuple[bytes, bytes]], bytes]
 def _prepared(raw: dict[str, Any]) -> Prepared:
     """Status, wire headers (content-length computed where it was) and body of one recorded answer."""
     body = raw["body"].encode("latin-1")
-    headers = [(k.lower().encode("latin-1"), str(len(body)).encode() if k.lower() == "content-length"
+    headers = [(k.encode("latin-1"), str(len(body)).encode() if k.lower() == "content-length"
                 else v.encode("latin-1")) for k, v in raw["headers"]]
     return raw["status"], headers, body
 
