@@ -82,7 +82,7 @@ def targets(results: dict[str, Any]) -> list[Row]:
     key = _ratio_size(sizes)
     data = sizes.get(key) if key else None
     at = "" if key in (RATIO_SIZE, None) else f" [at {int(key):,} sessions: no 10k run]"
-    rows = [
+    return [
         _row("list (limit 50): ≥ 60% of its ceiling at 1 conn; ≥ 100× upstream" + at,
              _versus(data, "list", "ceiling", 0.6, 1) + _versus(data, "list", "upstream", 100, 1, 32)),
         _row("get: ≥ 90% of its ceiling at 1 conn, ≥ 70% at 32" + at,
@@ -98,7 +98,6 @@ def targets(results: dict[str, Any]) -> list[Row]:
         _flat_list(sizes),
         _soak(results.get("soak", {})),
     ]
-    return rows
 
 
 def _every_route(data: dict[str, Any] | None, at: str) -> Row:
