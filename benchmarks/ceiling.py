@@ -1,13 +1,16 @@
-"""The ceiling: a bare Starlette + uvicorn app that answers the same bytes from memory.
+"""The ceiling: a bare Starlette + uvicorn app that replays hermes-server's answers from memory.
 
-No auth, no database, no projection: a dict lookup and a Response. Whatever
+No auth, no database, no projection: routing, a dict lookup and a Response whose
+status, headers and body are the ones hermes-server sent for that request
+(benchmarks/recording.py records them and checks the replay). Whatever
 hermes-server does on top of that is its own cost, so "hermes-server / ceiling"
 is the share of the framework's best that the real work leaves.
 
-    python -m benchmarks.ceiling BODIES.json PORT
+    python -m benchmarks.ceiling ANSWERS.json PORT
 
-BODIES.json maps a request path (with query string) to the exact response body
-text; `POST /api/sessions` answers the body stored under `POST /api/sessions`.
+ANSWERS.json maps `METHOD path` (reads, with the query string) or `METHOD pattern`
+(writes, `{id}` for the session id) to a recorded answer: status, headers in wire
+order, body.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any, Awaitable, Callable
 
 import uvicorn
 from starlette.applications import Starlette
@@ -22,38 +26,56 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-JSON_TYPE = "application/json; charset=utf-8"
+MISSING = b'{"error": "not in the ceiling set"}'
 
 
-def build_app(bodies: dict[str, bytes]) -> Starlette:
-    """Routes shaped like hermes-server's, each a lookup in `bodies`."""
-    missing = Response(b'{"error": "not in the ceiling set"}', 404, media_type=JSON_TYPE)
+class Replayed(Response):
+    """A recorded answer, built per request as an app builds its own: raw headers as recorded."""
 
-    async def lookup(request: Request) -> Response:
-        path = request.url.path
-        if request.url.query:
-            path += "?" + request.url.query
-        body = bodies.get(path)
-        return missing if body is None else Response(body, media_type=JSON_TYPE)
+    def __init__(self, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+        self.status_code = status
+        self.raw_headers = headers
+        self.body = body
+        self.background = None
 
-    async def create(request: Request) -> Response:
-        await request.body()
-        return Response(bodies["POST /api/sessions"], 201, media_type=JSON_TYPE)
 
-    return Starlette(routes=[
-        Route("/api/sessions", lookup, methods=["GET"]),
-        Route("/api/sessions", create, methods=["POST"]),
-        Route("/api/sessions/{session_id}", lookup, methods=["GET"]),
-        Route("/api/sessions/{session_id}/messages", lookup, methods=["GET"]),
-        Route("/health", lambda request: Response(b'{"status": "ok"}', media_type=JSON_TYPE)),
-    ])
+Prepared = tuple[int, list[tuple[bytes, bytes]], bytes]
+
+
+def _prepared(raw: dict[str, Any]) -> Prepared:
+    """Status, wire headers (content-length computed where it was) and body of one recorded answer."""
+    body = raw["body"].encode("latin-1")
+    headers = [(k.encode("latin-1"), str(len(body)).encode() if k.lower() == "content-length"
+                else v.encode("latin-1")) for k, v in raw["headers"]]
+    return raw["status"], headers, body
+
+
+def build_app(answers: dict[str, dict[str, Any]]) -> Starlette:
+    """One route per recorded route path; each answers by exact path, else by its pattern (writes)."""
+    prepared = {key: _prepared(raw) for key, raw in answers.items()}
+    missing: Prepared = (404, [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(MISSING))],
+                         MISSING)
+
+    def endpoint(pattern: str) -> Callable[[Request], Awaitable[Response]]:
+        async def answer(request: Request) -> Response:
+            await request.body()  # read what the client sent, as hermes-server does
+            path = request.url.path + ("?" + request.url.query if request.url.query else "")
+            found = prepared.get(f"{request.method} {path}") or prepared.get(f"{request.method} {pattern}") or missing
+            return Replayed(*found)
+        return answer
+
+    methods: dict[str, set[str]] = {}
+    for raw in answers.values():
+        methods.setdefault(raw["route"], set()).add(raw["method"])
+    routes = [Route(path, endpoint(path), methods=sorted(verbs)) for path, verbs in methods.items()]
+    routes.append(Route("/health", lambda request: Response(b'{"status": "ok"}', media_type="application/json")))
+    return Starlette(routes=routes)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = argv if argv is not None else sys.argv[1:]
-    raw = json.loads(Path(args[0]).read_text(encoding="utf-8"))
-    bodies = {path: text.encode("utf-8") for path, text in raw.items()}
-    uvicorn.run(build_app(bodies), host="127.0.0.1", port=int(args[1]), log_level="warning", access_log=False)
+    answers = json.loads(Path(args[0]).read_text(encoding="utf-8"))
+    uvicorn.run(build_app(answers), host="127.0.0.1", port=int(args[1]), log_level="warning", access_log=False)
     return 0
 
 

@@ -1,5 +1,8 @@
 """Render one run's results as docs/benchmarks.md: machine, targets, per-route tables, soak.
 
+Also renders the result files of older runs (benchmarks/results/*.json): a figure
+they lack shows as n/a or –.
+
 The hand-written analysis (why a figure is what it is, what bounds it) lives in
 benchmarks/analysis.md and is appended verbatim, so regenerating the figures
 never loses it.
@@ -10,92 +13,83 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from benchmarks.targets import cell, figure, percent, ratio, slower_at_more, targets, times
+from benchmarks.workloads import WORKLOADS
+
 ANALYSIS = Path(__file__).resolve().parent / "analysis.md"
 
 
-def _cell(route: dict[str, Any], connections: int, server: str) -> dict[str, Any] | None:
-    return route.get(str(connections), {}).get(server)
+# Marks the route name of a route that serves fewer requests per second at 32 connections than at 1.
+SLOWER = "▼"
 
 
-def _rps(size_data: dict[str, Any] | None, route: str, connections: int, server: str) -> float | None:
-    if not size_data or route not in size_data["routes"]:
-        return None
-    cell = _cell(size_data["routes"][route], connections, server)
-    return cell["rps"] if cell else None
-
-
-def _p50(size_data: dict[str, Any] | None, route: str, connections: int) -> float | None:
-    if not size_data or route not in size_data["routes"]:
-        return None
-    cell = _cell(size_data["routes"][route], connections, "hermes-server")
-    return cell["p50_ms"] if cell else None
-
-
-def _ratio(a: float | None, b: float | None) -> float | None:
-    return a / b if a is not None and b else None
-
-
-def _fmt_ratio(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.2f}×"
-
-
-def targets(results: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
-    """(target, measured, met) for each target of issue 6; met is None when not measured."""
-    sizes = results["sizes"]
-    small, mid, large = sizes.get("1000"), sizes.get("10000"), sizes.get("100000")
-    rows: list[tuple[str, str, bool | None]] = []
-
-    def versus(route: str, other: str, data: dict[str, Any] | None, goal: float, label: str) -> None:
-        found = [_ratio(_rps(data, route, c, "hermes-server"), _rps(data, route, c, other)) for c in (1, 32)]
-        measured = ", ".join(f"{_fmt_ratio(r)} at {c} conn" for r, c in zip(found, (1, 32)))
-        met = None if None in found else all(r >= goal for r in found)  # type: ignore[operator]
-        rows.append((label, measured, met))
-
-    versus("list", "upstream", mid, 20, "list ≥ 20× upstream at 10k sessions")
-    slow = [_ratio(_p50(large, "list", 1), _p50(small, "list", 1)),
-            _ratio(_rps(small, "list", 32, "hermes-server"), _rps(large, "list", 32, "hermes-server"))]
-    rows.append(("list at 100k ≤ 2× slower than at 1k",
-                 f"p50 100k/1k at 1 conn {_fmt_ratio(slow[0])}; req/s 1k/100k at 32 conn {_fmt_ratio(slow[1])}",
-                 None if None in slow else all(s <= 2 for s in slow)))  # type: ignore[operator]
-    for route in ("get", "messages", "create"):
-        versus(route, "upstream", mid, 2, f"{route} ≥ 2× upstream (10k)")
-    versus("get", "ceiling", mid, 0.5, "get ≥ 50% of the bare ceiling (10k)")
-    chat = max((_rps(mid, "chat", c, "hermes-server") or 0 for c in (1, 32)), default=0) or None
-    rows.append(("echo-agent chat ≥ 500 turns/s (10k)", "not measured" if chat is None else f"{chat:.0f} turns/s",
-                 None if chat is None else chat >= 500))
-    soak = results["soak"].get("hermes-server")
-    rows.append(("peak RSS in a mixed soak ≤ 80 MB",
-                 "not measured" if soak is None else
-                 f"{soak['peak_mb']} MB (start {soak['start_mb']} MB, {soak['seconds']:.0f} s)",
-                 None if soak is None else soak["peak_mb"] <= 80))
-    return rows
-
-
-def _fmt(cell: dict[str, Any] | None) -> list[str]:
-    if cell is None:
+def _fmt(found: dict[str, Any] | None) -> list[str]:
+    """req/s (⚠ when wrk saw socket errors or unexpected statuses), p50 and p99 of one run."""
+    if found is None:
         return ["–", "–", "–"]
-    flag = " ⚠" if cell["errors"] or cell["bad_status"] else ""
-    return [f"{cell['rps']:,.0f}{flag}", f"{cell['p50_ms']:.2f}", f"{cell['p99_ms']:.2f}"]
+    flag = " ⚠" if found.get("errors") or found.get("bad_status") else ""
+    return [f"{found['rps']:,.0f}{flag}", f"{found['p50_ms']:.2f}", f"{found['p99_ms']:.2f}"]
 
 
-def size_table(size: str, data: dict[str, Any]) -> list[str]:
+def _rps(found: dict[str, Any] | None) -> str:
+    return "–" if found is None else f"{found['rps']:,.0f}"
+
+
+def size_table(size: str, data: dict[str, Any], connections: list[int]) -> list[str]:
+    """One row per route, every connection count side by side, then the routes that slow down."""
     lines = [f"### {int(size):,} sessions × 20 messages", ""]
-    head = ["route", "conn", "hermes-server req/s", "p50 ms", "p99 ms"]
-    if data["upstream"]:
-        head += ["upstream req/s", "p50 ms", "p99 ms", "hs / upstream"]
-    head += ["ceiling req/s", "hs / ceiling"]
+    with_upstream = bool(data.get("upstream"))
+    head = ["route"]
+    for c in connections:
+        head += [f"hs req/s @{c}", f"p50 ms @{c}", f"p99 ms @{c}"]
+    for c in connections:
+        head += [f"ceiling req/s @{c}", f"hs / ceiling @{c}"]
+    if with_upstream:
+        for c in connections:
+            head += [f"upstream req/s @{c}", f"hs / upstream @{c}"]
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for route, per_conn in data["routes"].items():
-        for connections, cells in per_conn.items():
-            hs = cells.get("hermes-server")
-            row = [route, connections, *_fmt(hs)]
-            if data["upstream"]:
-                up = cells.get("upstream")
-                row += [*_fmt(up), _fmt_ratio(_ratio(hs and hs["rps"], up and up["rps"]))]
-            ceiling = cells.get("ceiling")
-            row += [_fmt(ceiling)[0], _fmt_ratio(_ratio(hs and hs["rps"], ceiling and ceiling["rps"]))]
-            lines.append("| " + " | ".join(row) + " |")
+    slower = slower_at_more(data, connections[0], connections[-1]) if len(connections) > 1 else []
+    slow_names = {route for route, _, _ in slower}
+    for route in data["routes"]:
+        row = [f"{route} {SLOWER}" if route in slow_names else route]
+        for c in connections:
+            row += _fmt(cell(data, route, c, "hermes-server"))
+        for c in connections:
+            row += [_rps(cell(data, route, c, "ceiling")),
+                    percent(ratio(figure(data, route, c), figure(data, route, c, "ceiling")))]
+        if with_upstream:
+            for c in connections:
+                row += [_rps(cell(data, route, c, "upstream")),
+                        times(ratio(figure(data, route, c), figure(data, route, c, "upstream")))]
+        lines.append("| " + " | ".join(row) + " |")
+    lines.append("")
+    if slower:
+        lines.append(f"{SLOWER} **Slower at {connections[-1]} connections than at {connections[0]}:** " + ", ".join(
+            f"{route} ({many:,.0f} against {few:,.0f} req/s, {times(ratio(many, few))})" for route, few, many in slower)
+            + ".")
+    elif len(connections) > 1:
+        lines.append(f"No route is slower at {connections[-1]} connections than at {connections[0]}.")
+    if data.get("ceiling_answers"):
+        lines.append("")
+        lines.append(f"The ceiling replayed {data['ceiling_answers']} recorded answers, each checked byte-identical"
+                     " (status, headers, body) to hermes-server's before it was measured.")
+    elif any(cell(data, route, c, "ceiling") for route in data["routes"] for c in connections):
+        lines.append("")
+        lines.append("(A run from before the ceiling replayed whole answers: it served hermes-server's bodies for"
+                     " list, get, messages and create only, without the security headers.)")
     return lines + [""]
+
+
+def _route_notes(results: dict[str, Any]) -> list[str]:
+    """What the changing variants measure, when the run has them."""
+    names = {route for data in results["sizes"].values() for route in data["routes"]}
+    cycles = [w for w in WORKLOADS.values() if w.reported is not None and w.name in names]
+    if not cycles:
+        return []
+    return ["The changing variants, " + ", ".join(f"**{w.name}**" for w in cycles) + " (hermes-server only), interleave",
+            "writes with the reads, so a response cache cannot answer them all from memory: wrk cycles a PATCH of a title",
+            "(for list, a session on the page; for get, the very session read next) and the GET. Their req/s",
+            "counts the GETs only (half the requests); their latency percentiles are of both calls.", ""]
 
 
 def render(results: dict[str, Any]) -> str:
@@ -128,22 +122,31 @@ def render(results: dict[str, Any]) -> str:
     for label, measured, met in targets(results):
         lines.append(f"| {label} | {measured} | {'n/a' if met is None else ('yes' if met else '**no**')} |")
     lines += ["", "## Per route", "",
-              "Requests per second over the whole run; latency percentiles from wrk. `hs` is hermes-server.",
+              "Requests per second over the whole run; latency percentiles from wrk. `hs` is hermes-server;",
+              "`@1` and `@32` are the connections. The ceiling is a bare Starlette app replaying, from memory,",
+              "the answer hermes-server gave to that very request (status, headers and body; for the writes one",
+              f"recorded answer per route). {SLOWER} flags a route slower at 32 connections than at 1.",
               "⚠ marks a run with socket errors or unexpected statuses. list is `?limit=50`; get and messages",
               "rotate over 256 sessions spread through the dataset; patch, fork and chat over all of them (so a",
               "chat turn's history stays at about 20 messages); create and patch use fresh ids and titles.",
               ""]
+    lines += _route_notes(results)
     for size, data in results["sizes"].items():
-        lines += size_table(size, data)
-    lines += ["## Mixed soak", "",
-              "Fresh servers, 32 connections, one wrk cycle of: " +
-              ", ".join(next(iter(results["soak"].values()), {}).get("mix", [])) + ".", "",
-              "| server | sessions | seconds | req/s | RSS at start MB | RSS at end MB | peak RSS MB |",
-              "|---|---|---|---|---|---|---|"]
-    for name, soak in results["soak"].items():
-        lines.append(f"| {name} | {soak['size']:,} | {soak['seconds']:.0f} | {soak['load']['rps']:,.0f} | "
-                     f"{soak['start_mb']} | {soak['end_mb']} | {soak['peak_mb']} |")
-    lines.append("")
+        lines += size_table(size, data, o.get("connections", [1, 32]))
+    if results.get("soak"):
+        lines += _soak(results["soak"])
     if ANALYSIS.is_file():
         lines += [ANALYSIS.read_text(encoding="utf-8").rstrip(), ""]
     return "\n".join(lines)
+
+
+def _soak(soak: dict[str, Any]) -> list[str]:
+    lines = ["## Mixed soak", "",
+             "Fresh servers, 32 connections, one wrk cycle of: " +
+             ", ".join(next(iter(soak.values())).get("mix", [])) + ".", "",
+             "| server | sessions | seconds | req/s | RSS at start MB | RSS at end MB | peak RSS MB |",
+             "|---|---|---|---|---|---|---|"]
+    for name, run in soak.items():
+        lines.append(f"| {name} | {run['size']:,} | {run['seconds']:.0f} | {run['load']['rps']:,.0f} | "
+                     f"{run['start_mb']} | {run['end_mb']} | {run['peak_mb']} |")
+    return lines + [""]

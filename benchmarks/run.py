@@ -2,15 +2,18 @@
 
 For each dataset size, fresh copies of the same cached state.db are served by
 hermes-server and (at the sizes in --upstream-sizes, when the oracle's
-virtualenv exists) by upstream; a bare Starlette app serves the same bytes from
-memory. Every route is driven by wrk at 1 and 32 connections, servers
-interleaved per route so they see the same machine conditions. Then fresh
-servers go through a mixed soak while their resident memory is sampled.
-The figures, their ratios, the targets of issue 6 and a description of the
-machine go to docs/benchmarks.md (plus a JSON copy under benchmarks/results/).
+virtualenv exists) by upstream; a bare Starlette app (the ceiling) replays
+hermes-server's own recorded answers from memory, checked byte for byte before
+it is measured. Every route (benchmarks/workloads.py) is driven by wrk at 1 and
+32 connections, servers interleaved per route so they see the same machine
+conditions. Then fresh servers go through a mixed soak while their resident
+memory is sampled. The figures, their ratios, the targets of issue 14 and a
+description of the machine go to docs/benchmarks.md (plus a JSON copy under
+benchmarks/results/).
 
     python -m benchmarks.run            # full: 1k, 10k, 100k; 8 s per run; 30 s soak
     python -m benchmarks.run --quick    # 1k and 10k; 3 s per run; 10 s soak; prints only
+    python -m benchmarks.run --quick --sizes 1000 --routes list get-changing --soak-seconds 0
 """
 
 from __future__ import annotations
@@ -27,30 +30,18 @@ from typing import Any
 
 import httpx
 
-from benchmarks import dataset, machine, report, servers, wrk
+from benchmarks import dataset, machine, recording, report, servers, workloads, wrk
+from benchmarks.workloads import EVERY, PAGE, SAMPLE, SOAK_MIX, WORKLOADS, Workload
 from benchmarks.wrk import Call
 
 REPO = Path(__file__).resolve().parent.parent
 PORT_BASE = 18950
+# Ports of one slot (a dataset size, or the soak), from its base: hermes-server, upstream, upstream's
+# mock model, the ceiling, and the throwaway hermes-server the write answers are recorded from.
+HERMES, UPSTREAM, CEILING, RECORDER = 0, 1, 3, 4
+PORTS_PER_SLOT = 5
 CONNECTIONS = (1, 32)
 SAMPLE_IDS = 256
-
-# name → the requests wrk sends. `{id}` rotates over existing sessions; `{n}` is run-unique.
-ROUTES: dict[str, list[Call]] = {
-    "list": [Call("GET", "/api/sessions?limit=50")],
-    "get": [Call("GET", "/api/sessions/{id}")],
-    "messages": [Call("GET", "/api/sessions/{id}/messages")],
-    "create": [Call("POST", "/api/sessions", '{"id": "bc_{n}"}')],
-    "patch": [Call("PATCH", "/api/sessions/{id}", '{"title": "bench patch {n}"}')],
-    "fork": [Call("POST", "/api/sessions/{id}/fork", '{"title": "bench fork {n}"}')],
-    "chat": [Call("POST", "/api/sessions/{id}/chat", '{"message": "hello {n}"}')],
-}
-CEILING_ROUTES = ("list", "get", "messages", "create")
-# Writes that grow a session (chat adds two rows, fork copies them) rotate over every session, so
-# each is touched about once and a turn's history stays the dataset's 20 messages through the run.
-SPREAD_ROUTES = ("patch", "fork", "chat")
-# The soak's mix, one entry per request in a cycle of twelve.
-SOAK_MIX = ["get", "get", "get", "get", "messages", "messages", "messages", "list", "create", "patch", "chat", "fork"]
 
 
 def sample_ids(count: int, spread: bool = False) -> list[str]:
@@ -61,26 +52,22 @@ def sample_ids(count: int, spread: bool = False) -> list[str]:
     return [dataset.session_id(i) for i in range(0, count, step)][:SAMPLE_IDS]
 
 
-def route_available(server: servers.Server, route: str) -> bool:
-    """False when hermes-server does not serve the route yet (framework 404, not a JSON 404)."""
-    call = ROUTES[route][0]
-    path = call.path.replace("{id}", "no-such-session-for-probe")
+def route_available(server: servers.Server, workload: Workload) -> bool:
+    """False when hermes-server does not serve one of the calls yet (framework 404, not a JSON 404)."""
     headers = {"Authorization": f"Bearer {server.key}"}
-    answer = httpx.request(call.method, server.url + path, headers=headers, content=b"{}", timeout=10)
-    return not answer.text.startswith("404: Not Found")
+    for call in workload.calls:
+        path = call.path.replace("{id}", "no-such-session-for-probe")
+        answer = httpx.request(call.method, server.url + path, headers=headers, content=b"{}", timeout=10)
+        if answer.text.startswith("404: Not Found"):
+            return False
+    return True
 
 
-def ceiling_bodies(server: servers.Server, ids: list[str]) -> dict[str, str]:
-    """The exact bodies hermes-server gives for the read paths, for the ceiling to replay."""
-    headers = {"Authorization": f"Bearer {server.key}"}
-    bodies: dict[str, str] = {}
-    with httpx.Client(base_url=server.url, headers=headers, timeout=30) as client:
-        bodies["/api/sessions?limit=50"] = client.get("/api/sessions?limit=50").text
-        for sid in ids:
-            bodies[f"/api/sessions/{sid}"] = client.get(f"/api/sessions/{sid}").text
-            bodies[f"/api/sessions/{sid}/messages"] = client.get(f"/api/sessions/{sid}/messages").text
-    bodies["POST /api/sessions"] = bodies[f"/api/sessions/{ids[0]}"]
-    return bodies
+def page_ids(server: servers.Server) -> list[str]:
+    """The sessions of the first list page, which the changing list variant writes to."""
+    answer = httpx.get(server.url + "/api/sessions?limit=50", headers={"Authorization": f"Bearer {server.key}"},
+                       timeout=30)
+    return [row["id"] for row in answer.json()["data"]]
 
 
 class Bench:
@@ -88,6 +75,7 @@ class Bench:
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
+        self.workloads = workloads.select(args.routes)
         self.wrk = wrk.ensure_wrk()
         self.work = Path(tempfile.mkdtemp(prefix="hermes-bench-"))
         self.runs = 0
@@ -96,47 +84,81 @@ class Bench:
     def log(self, text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
-    def drive(self, server: servers.Server, calls: list[Call], ids: list[str], connections: int,
-              seconds: float) -> wrk.Result:
+    def port(self, slot: int, which: int) -> int:
+        return self.args.port_base + slot * PORTS_PER_SLOT + which
+
+    def tag(self) -> str:
+        """A run-unique prefix for the ids and titles wrk makes up."""
         self.runs += 1
-        return wrk.run(server.url, calls, ids, tag=f"r{int(time.time()) % 100000}x{self.runs}_", key=server.key,
-                       connections=connections, seconds=seconds, wrk_path=self.wrk)
+        return f"r{int(time.time()) % 100000}x{self.runs}_"
+
+    def drive(self, server: servers.Server, calls: list[Call], ids: list[str], connections: int,
+              seconds: float, same_id: bool = False) -> wrk.Result:
+        return wrk.run(server.url, calls, ids, tag=self.tag(), key=server.key, connections=connections,
+                       seconds=seconds, wrk_path=self.wrk, same_id=same_id)
 
     def start_all(self, size: int, with_upstream: bool, slot: int) -> list[servers.Server]:
-        port = PORT_BASE + slot * 4
         home = self.work / f"hermes-{size}-{slot}"
         dataset.copy_to(dataset.cached(size), home)
-        started = [servers.start_hermes(home, port)]
+        started = [servers.start_hermes(home, self.port(slot, HERMES))]
         if with_upstream:
             up_home = self.work / f"upstream-{size}-{slot}"
             dataset.copy_to(dataset.cached(size, "upstream", self.args.oracle_venv), up_home)
-            started.append(servers.start_upstream(up_home, port + 1, self.args.oracle_venv))
+            started.append(servers.start_upstream(up_home, self.port(slot, UPSTREAM), self.args.oracle_venv))
         return started
+
+    def record(self, size: int, slot: int, hermes: servers.Server, routes: list[Workload],
+               ids: list[str]) -> dict[str, recording.Answer]:
+        """hermes-server's answers to every request the ceiling replays (writes on a throwaway copy)."""
+        answers = recording.record_reads(hermes.url, hermes.key, routes, ids)
+        if any(c.method != "GET" for w in routes for c in w.calls):
+            home = self.work / f"record-{size}"
+            dataset.copy_to(dataset.cached(size), home)
+            recorder = servers.start_hermes(home, self.port(slot, RECORDER))
+            try:
+                # a plain session (not a chain member or fork), like 45 of every 50 rotated ids
+                plain = dataset.session_id(min(size - 1, size // 2 + 10))
+                answers.update(recording.record_writes(recorder.url, recorder.key, routes, plain, self.tag() + "t1_1"))
+            finally:
+                recorder.stop()
+                shutil.rmtree(home, ignore_errors=True)
+        return answers
 
     def bench_size(self, size: int, slot: int) -> None:
         with_upstream = size in self.args.upstream_sizes and self.oracle
-        ids, every_id = sample_ids(size), sample_ids(size, spread=True)
         started = self.start_all(size, with_upstream, slot)
         hermes = started[0]
         try:
-            ceiling = servers.start_ceiling(ceiling_bodies(hermes, ids), self.work, PORT_BASE + slot * 4 + 3)
-            started.append(ceiling)
-            routes = [r for r in ROUTES if route_available(hermes, r)]
+            routes = [w for w in self.workloads if route_available(hermes, w)]
+            ids = {SAMPLE: sample_ids(size), EVERY: sample_ids(size, spread=True), PAGE: page_ids(hermes)}
+            replayed = [w for w in routes if w.ceiling]
+            ceiling, answers = None, {}
+            if replayed:
+                answers = self.record(size, slot, hermes, replayed, ids[SAMPLE])
+                ceiling = servers.start_ceiling({k: a.as_dict() for k, a in answers.items()}, self.work,
+                                                self.port(slot, CEILING))
+                started.append(ceiling)
+                recording.check(ceiling.url, answers)
+                self.log(f"  ceiling: all {len(answers)} recorded answers byte-identical to hermes-server's")
             per_route: dict[str, Any] = {}
             for route in routes:
-                targets = [s for s in started if s.name != "ceiling" or route in CEILING_ROUTES]
-                per_route[route] = {}
+                targets = [s for s in started if s is hermes or (s is ceiling and route.ceiling)
+                           or (s.name == "upstream" and route.upstream)]
+                per_route[route.name] = {}
                 for connections in CONNECTIONS:
                     row: dict[str, Any] = {}
                     for server in targets:
-                        route_ids = every_id if route in SPREAD_ROUTES else ids
-                        result = self.drive(server, ROUTES[route], route_ids, connections, self.args.seconds)
-                        row[server.name] = result.as_dict()
-                        self.log(f"  {size:>7} {route:<9} c={connections:<3} {server.name:<14} "
-                                 f"{result.rps:9.1f} req/s  p50 {result.p50_ms:8.2f} ms  p99 {result.p99_ms:8.2f} ms"
+                        result = self.drive(server, list(route.calls), ids[route.ids], connections,
+                                            self.args.seconds, same_id=len(route.calls) > 1)
+                        row[server.name] = cell = result.as_dict()
+                        if route.reported is not None:
+                            cell["cycle_rps"], cell["rps"] = cell["rps"], round(result.rps * route.share, 1)
+                        self.log(f"  {size:>7} {route.name:<16} c={connections:<3} {server.name:<14} "
+                                 f"{cell['rps']:9.1f} req/s  p50 {result.p50_ms:8.2f} ms  p99 {result.p99_ms:8.2f} ms"
                                  + (f"  ERRORS {result.errors}+{result.bad_status}" if result.errors or result.bad_status else ""))
-                    per_route[route][str(connections)] = row
-            self.results["sizes"][str(size)] = {"upstream": with_upstream, "routes": per_route}
+                    per_route[route.name][str(connections)] = row
+            self.results["sizes"][str(size)] = {"upstream": with_upstream, "routes": per_route,
+                                                "ceiling_answers": len(answers)}
         finally:
             for server in started:
                 server.stop()
@@ -147,8 +169,8 @@ class Bench:
         ids = sample_ids(size, spread=True)
         started = self.start_all(size, with_upstream, slot)
         try:
-            routes = set(r for r in ROUTES if route_available(started[0], r))
-            mix = [ROUTES[name][0] for name in SOAK_MIX if name in routes]
+            routes = set(name for name in SOAK_MIX if route_available(started[0], WORKLOADS[name]))
+            mix = [WORKLOADS[name].calls[0] for name in SOAK_MIX if name in routes]
             for server in started:
                 before = server.rss_kb()[0]
                 peak = [before]
@@ -186,7 +208,7 @@ class Bench:
             "mode": "quick" if self.args.quick else "full", "sizes": self.args.sizes,
             "upstream_sizes": self.args.upstream_sizes if self.oracle else [],
             "seconds_per_run": self.args.seconds, "soak_seconds": self.args.soak_seconds,
-            "connections": list(CONNECTIONS),
+            "connections": list(CONNECTIONS), "routes": [w.name for w in self.workloads],
         }
         started = time.time()
         for size in self.args.sizes:
@@ -196,8 +218,9 @@ class Bench:
         for slot, size in enumerate(self.args.sizes):
             self.log(f"bench: {size} sessions")
             self.bench_size(size, slot)
-        self.log(f"bench: {self.args.soak_seconds:.0f} s mixed soak at {self.args.soak_size} sessions")
-        self.soak(self.args.soak_size, len(self.args.sizes))
+        if self.args.soak_seconds > 0:
+            self.log(f"bench: {self.args.soak_seconds:.0f} s mixed soak at {self.args.soak_size} sessions")
+            self.soak(self.args.soak_size, len(self.args.sizes))
         self.results["elapsed_seconds"] = round(time.time() - started)
         shutil.rmtree(self.work, ignore_errors=True)
         return self.results
@@ -209,11 +232,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="1k and 10k sessions, 3 s runs, 10 s soak; no doc")
     parser.add_argument("--sizes", type=int, nargs="+", help="dataset sizes (sessions)")
     parser.add_argument("--seconds", type=float, help="seconds per wrk run")
-    parser.add_argument("--soak-seconds", type=float, help="length of the mixed soak")
+    parser.add_argument("--soak-seconds", type=float, help="length of the mixed soak (0: no soak)")
     parser.add_argument("--soak-size", type=int, default=10_000, help="dataset size of the soak (default 10000)")
     parser.add_argument("--upstream-sizes", type=int, nargs="*", default=[10_000],
                         help="sizes at which upstream is measured too (default 10000)")
     parser.add_argument("--no-upstream", action="store_true", help="skip the upstream comparison")
+    parser.add_argument("--routes", nargs="+", metavar="NAME",
+                        help=f"measure only these routes ({', '.join(WORKLOADS)}; `list-changing` works too); no doc")
+    parser.add_argument("--port-base", type=int, default=PORT_BASE,
+                        help=f"first of the loopback ports used ({PORTS_PER_SLOT} per size, plus the soak's; "
+                             f"default {PORT_BASE})")
     parser.add_argument("--oracle-venv", type=Path, default=dataset.ORACLE_VENV,
                         help="virtualenv with hermes-agent 0.19.0 (default /tmp/hermes-oracle-venv)")
     parser.add_argument("--doc", type=Path, help="write the report here (full mode default: docs/benchmarks.md)")
@@ -223,8 +251,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.sizes is None:
         args.sizes = [1000, 10_000] if args.quick else [1000, 10_000, 100_000]
     args.seconds = args.seconds or (3.0 if args.quick else 8.0)
-    args.soak_seconds = args.soak_seconds or (10.0 if args.quick else 30.0)
-    if args.doc is None and not args.quick:
+    if args.soak_seconds is None:
+        args.soak_seconds = 10.0 if args.quick else 30.0
+    if args.routes:
+        workloads.select(args.routes)  # an unknown name stops here, before any dataset is built
+    if args.doc is None and not args.quick and not args.routes:
         args.doc = REPO / "docs" / "benchmarks.md"
     return args
 

@@ -106,10 +106,10 @@ def start_upstream(home: Path, port: int, venv: Path) -> Server:
                   stop_command=[str(ORACLE_DIR / "stop_upstream.sh"), str(home)])
 
 
-def start_ceiling(bodies: dict[str, str], work: Path, port: int) -> Server:
-    """The bare Starlette app serving `bodies` (path → exact body text)."""
+def start_ceiling(answers: dict[str, dict[str, object]], work: Path, port: int) -> Server:
+    """The bare Starlette app replaying `answers` (benchmarks/recording.py's, as dicts)."""
     path = work / f"ceiling-{port}.json"
-    path.write_text(json.dumps(bodies), encoding="utf-8")
+    path.write_text(json.dumps(answers), encoding="utf-8")
     log = work / f"ceiling-{port}.log"
     process = _spawn([sys.executable, "-m", "benchmarks.ceiling", str(path), str(port)], log)
     url = f"http://127.0.0.1:{port}"

@@ -38,6 +38,12 @@ class Call:
     path: str
     body: str | None = None
 
+    def expand(self, session_id: str, unique: str) -> tuple[str, str | None]:
+        """(path, body) as wrk would send them for `session_id`, with `unique` for `{n}`'s tag and count."""
+        def fill(text: str) -> str:
+            return text.replace("{id}", session_id).replace("{n}", unique)
+        return fill(self.path), None if self.body is None else fill(self.body)
+
 
 @dataclass(frozen=True)
 class Result:
@@ -84,8 +90,13 @@ def _lua_template(text: str) -> str:
     return " .. ".join(parts) or '""'
 
 
-def lua_script(calls: list[Call], ids: list[str], tag: str, key: str | None) -> str:
-    """A wrk script cycling through `calls` (a weighted mix when repeated) and `ids`."""
+def lua_script(calls: list[Call], ids: list[str], tag: str, key: str | None, same_id: bool = False) -> str:
+    """A wrk script cycling through `calls` (a weighted mix when repeated) and `ids`.
+
+    The id moves on with every request, or with every cycle of `calls` when `same_id`
+    (so a write and the read after it touch the same session).
+    """
+    step = f"math.floor(n / {len(calls)})" if same_id else "n"
     headers = ['["Content-Type"] = "application/json"']
     if key:
         headers.append(f'["Authorization"] = {_lua_string("Bearer " + key)}')
@@ -99,7 +110,7 @@ def lua_script(calls: list[Call], ids: list[str], tag: str, key: str | None) -> 
         "init = function(args) tag = tag .. 't' .. (tid or 0) .. '_' end",
         "request = function()",
         "  n = n + 1",
-        "  local id = ids[(n * 7919) % #ids + 1]",
+        f"  local id = ids[({step} * 7919) % #ids + 1]",
         f"  local pick = n % {len(calls)}",
     ]
     for index, call in enumerate(calls):
@@ -130,10 +141,10 @@ def ensure_wrk() -> str:
 
 
 def run(url: str, calls: list[Call], ids: list[str], *, tag: str, key: str | None, connections: int,
-        seconds: float, wrk_path: str = "wrk") -> Result:
+        seconds: float, wrk_path: str = "wrk", same_id: bool = False) -> Result:
     """One wrk run of `seconds` at `connections` (one wrk thread: it leaves the cores to the server)."""
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as handle:
-        handle.write(lua_script(calls, ids, tag, key))
+        handle.write(lua_script(calls, ids, tag, key, same_id))
         script = handle.name
     try:
         proc = subprocess.run(
