@@ -40,6 +40,8 @@ class Quirks:
     storage_failure_500: bool = False
     # D8 "jobs bad input": /api/jobs input 0.19.0 fails on is its JSON 500 (default: 400, same body).
     jobs_bad_input_500: bool = False
+    # D9: the Responses API stores the first user message twice, and every chained turn repeats the chain.
+    duplicated_response_history: bool = False
 
     @classmethod
     def upstream(cls, enabled: bool) -> Quirks:

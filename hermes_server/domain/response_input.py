@@ -1,11 +1,11 @@
-"""The Responses API's rules: the request body, the output items, the stored history.
+"""The Responses API's rules: the request body and the output items.
 
 Pure functions in upstream's order of checks. A request's `input` becomes messages
 (a string is one user message; a list item is a user string or a `{role, content}`
 object, content normalized as chat content is); all but the last message join the
 history; the last one's content is the user message. Where upstream answers with a
 bare 500 (a body `conversation` that is an object or array), a 400 names the field
-here (docs/differences.md, D6).
+here (docs/differences.md, D6). The history a turn sees and leaves is `response_history.py`'s.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def parse_response_input(body: dict[str, Any], served_model: str) -> ResponseInp
     if conversation and previous:
         raise MessagesError("Cannot use both 'conversation' and 'previous_response_id'")
     if conversation and isinstance(conversation, (dict, list)):
-        raise MessagesError("'conversation' must be a string", param="conversation")
+        raise MessagesError("'conversation' must be a string", param="conversation", upstream_crashes=True)
     if conversation and not isinstance(conversation, str):
         # A number names the conversation by its text, as SQLite's TEXT column stores it upstream.
         conversation = str(int(conversation)) if isinstance(conversation, bool) else str(conversation)
@@ -146,12 +146,3 @@ def compact_item(item: dict[str, Any]) -> dict[str, Any]:
         if len(text) > 1000:
             return {**item, "output": [{"type": "input_text", "text": f"{text[:500]}...[{len(text) - 500} more chars]"}]}
     return item
-
-
-def stored_history(history: list[dict[str, Any]], user_message: Any,
-                   turn_messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """What a chained request continues from: the history, the user message, the turn's messages.
-
-    Each message once (upstream stores the first user message twice, docs/differences.md, D9).
-    """
-    return [*history, {"role": "user", "content": user_message}, *turn_messages]

@@ -18,6 +18,7 @@ from hermes_server.chat.runs import APPROVAL_CHOICES, RunSpec, run_in_background
 from hermes_server.chat.slots import Admission
 from hermes_server.context import AppContext
 from hermes_server.domain.openai_messages import request_bool
+from hermes_server.domain.response_history import model_history
 from hermes_server.domain.run_input import parse_run_input
 from hermes_server.http.auth import check_bearer, session_key
 from hermes_server.http.body import read_json_object
@@ -25,6 +26,7 @@ from hermes_server.http.errors import ApiError
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Operation, Route
 from hermes_server.http.sse import KEEPALIVE_FRAME, data_frame, sse_response
+from hermes_server.routes.common import crashing_non_object
 
 STREAM_CLOSED_FRAME = b": stream closed\n\n"
 # A subscriber may come a moment before its run is registered: the events route waits this long.
@@ -52,7 +54,7 @@ async def submit_run(request: Request, ctx: AppContext) -> Response:
 
 async def _submit(request: Request, ctx: AppContext, key: str | None, admission: Admission) -> Response:
     settings = ctx.settings
-    body = await read_json_object(request, settings.max_request_bytes, invalid=_invalid_json)
+    body = await read_json_object(request, settings.max_request_bytes, crashing_non_object, _invalid_json)
     parsed = parse_run_input(body, settings.model_name)
     history, stored_session, instructions = parsed.history, None, parsed.instructions
     if not history and parsed.previous_response_id:
@@ -64,6 +66,7 @@ async def _submit(request: Request, ctx: AppContext, key: str | None, admission:
                 instructions = stored.get("instructions")
     if not history:
         history = parsed.earlier
+    history = model_history(history)
     run_id = f"run_{ctx.ids.hex(32)}"
     session_id = parsed.session_id or stored_session or run_id
     live = ctx.runs.register(run_id, session_id, parsed.model)
@@ -144,7 +147,7 @@ async def answer_approval(request: Request, ctx: AppContext) -> Response:
     run_id = request.path_params["run_id"]
     if run_id not in ctx.runs.statuses:
         raise run_not_found(run_id)
-    body = await read_json_object(request, ctx.settings.max_request_bytes, invalid=_invalid_json)
+    body = await read_json_object(request, ctx.settings.max_request_bytes, crashing_non_object, _invalid_json)
     choice = _choice(body)
     every = request_bool(body.get("all")) or request_bool(body.get("resolve_all"))
     resolved = ctx.runs.respond(run_id, choice, every)
