@@ -31,7 +31,7 @@ class ResponseInput:
 
     messages: list[dict[str, Any]]  # every input message, in order; the last one is the turn's
     history: list[dict[str, Any]]  # the explicit `conversation_history` (empty: none)
-    instructions: str | None
+    instructions: Any  # text or None (any other value only with `lax_instructions`)
     previous_response_id: Any
     conversation: Any
     store: bool
@@ -62,8 +62,12 @@ def _input_messages(raw_input: Any) -> list[dict[str, Any]]:
     return messages
 
 
-def parse_response_input(body: dict[str, Any], served_model: str) -> ResponseInput:
-    """Validate a Responses body up to the store lookup; errors carry upstream's 400s."""
+def parse_response_input(body: dict[str, Any], served_model: str, *, lax_instructions: bool = False) -> ResponseInput:
+    """Validate a Responses body up to the store lookup; errors carry upstream's 400s.
+
+    An instruction that is neither text nor empty is refused (D6) unless `lax_instructions`
+    (`--upstream-quirks`), which lets it reach the turn, failing it as 0.19.0's agent fails.
+    """
     raw_input = body.get("input")
     if raw_input is None:
         raise MessagesError("Missing 'input' field")
@@ -81,7 +85,7 @@ def parse_response_input(body: dict[str, Any], served_model: str) -> ResponseInp
     raw_history = body.get("conversation_history")
     history = history_entries(raw_history, _content) if raw_history else []
     instructions = body.get("instructions")
-    if instructions is not None and not isinstance(instructions, str):
+    if instructions and not isinstance(instructions, str) and not lax_instructions:
         raise MessagesError("'instructions' must be a string", param="instructions")
     return ResponseInput(
         messages, history, instructions, previous, conversation,

@@ -22,8 +22,10 @@ from hermes_server.chat.slots import Admission
 from hermes_server.chat.turn import ChatTurn, answer, run_turn, settle
 from hermes_server.context import AppContext
 from hermes_server.domain.errors import CompletionFailed
+from hermes_server.domain.quirks import Deviation
 from hermes_server.domain.response_history import model_history, stored_history
 from hermes_server.domain.response_input import fingerprint, output_items, parse_response_input, user_turn
+from hermes_server.domain.titles import has_lone_surrogate
 from hermes_server.http.auth import check_bearer, session_key
 from hermes_server.http.body import read_json_object
 from hermes_server.http.errors import ApiError
@@ -45,6 +47,12 @@ def _not_found(response_id: str) -> ApiError:
     return ApiError(404, f"Response not found: {response_id}")
 
 
+def _previous_not_found(previous: Any) -> Exception:
+    """The 404 of an unknown `previous_response_id`; D6 when 0.19.0 crashes looking it up (a lone surrogate)."""
+    error = ApiError(404, f"Previous response not found: {previous}")
+    return Deviation("bad_input_500", error) if isinstance(previous, str) and has_lone_surrogate(previous) else error
+
+
 class _FrameSink:
     """A streamed response's events as `event:`/`data:` frames (ASCII-escaped JSON) on a queue."""
 
@@ -62,7 +70,7 @@ class _Saver:
     """Stores one response's envelope and history (and advances its conversation), when `store` is on."""
 
     def __init__(self, ctx: AppContext, response_id: str, store: bool, conversation: Any,
-                 instructions: str | None, session_id: str) -> None:
+                 instructions: Any, session_id: str) -> None:
         self.ctx, self.response_id, self.store = ctx, response_id, store
         self.conversation, self.instructions, self.session_id = conversation, instructions, session_id
 
@@ -96,7 +104,7 @@ async def _respond(request: Request, ctx: AppContext, admission: Admission) -> R
     settings = ctx.settings
     key = session_key(request, settings.api_key)
     body = await read_json_object(request, settings.max_request_bytes, crashing_non_object, _invalid_json)
-    parsed = parse_response_input(body, settings.model_name)
+    parsed = parse_response_input(body, settings.model_name, lax_instructions=ctx.quirks.bad_input_500)
     previous = parsed.previous_response_id
     if parsed.conversation:
         previous = await ctx.response_store.conversation(parsed.conversation)
@@ -104,7 +112,7 @@ async def _respond(request: Request, ctx: AppContext, admission: Admission) -> R
     if not history and previous:
         stored = await ctx.response_store.get(previous)
         if stored is None:
-            raise ApiError(404, f"Previous response not found: {previous}")
+            raise _previous_not_found(previous)
         history = list(stored.get("conversation_history") or [])
         stored_session = stored.get("session_id")
         if instructions is None:

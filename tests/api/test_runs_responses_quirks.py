@@ -78,12 +78,37 @@ def test_d6_approval_body_not_an_object_crashes(scripted: RunningServer) -> None
 def test_d6_response_bodies_upstream_crashes_on(quirky: RunningServer) -> None:
     before = _store_rows(quirky)
     for body in (b'["x"]', b"5", b'{"input": "x", "conversation": {"a": 1}}',
-                 b'{"input": "x", "conversation": ["c"]}', b'{"input": "x", "conversation": ["c"], "stream": true}'):
+                 b'{"input": "x", "conversation": ["c"]}', b'{"input": "x", "conversation": ["c"], "stream": true}',
+                 b'{"input": "x", "previous_response_id": "r\\ud800"}'):
         assert crash(quirky.client.post("/v1/responses", content=body)) == CRASH
     assert _store_rows(quirky) == before
     assert quirky.client.post("/v1/responses", content=b"{").status_code == 400
     assert quirky.client.post("/v1/responses", json={"input": "x", "conversation": "c",
                                                      "previous_response_id": "r"}).status_code == 400
+
+
+def _user_rows(server: RunningServer, text: str) -> int:
+    with sqlite3.connect(server.home / "state.db") as conn:
+        return conn.execute("SELECT count(*) FROM messages WHERE role = 'user' AND content = ?", (text,)).fetchone()[0]
+
+
+def test_d6_an_instruction_that_is_not_text_fails_the_turn(quirky: RunningServer) -> None:
+    answer = quirky.client.post("/v1/responses", json={"input": "inst plain", "instructions": 7})
+    assert (answer.status_code, answer.json()) == (500, {"error": {
+        "message": 'Internal server error: can only concatenate str (not "int") to str', "type": "server_error",
+        "param": None, "code": None}})
+    assert _user_rows(quirky, "inst plain") == 1  # 0.19.0's agent fails after storing the user message
+    streamed = quirky.client.post("/v1/responses", json={"input": "inst stream", "instructions": [1], "stream": True})
+    events = [block.split("\n")[0] for block in streamed.text.split("\n\n") if block]
+    assert (streamed.status_code, events) == (200, ["event: response.created", "event: response.failed"])
+    failed = json.loads(streamed.text.split("\n\n")[1].split("data: ", 1)[1])["response"]
+    assert failed["error"] == {"message": 'can only concatenate str (not "list") to str', "type": "server_error"}
+    with sqlite3.connect(quirky.home / "response_store.db") as conn:
+        stored = json.loads(conn.execute("SELECT data FROM responses WHERE response_id = ?",
+                                         (failed["id"],)).fetchone()[0])
+    assert stored["instructions"] == [1] and stored["response"]["status"] == "failed"
+    assert stored["conversation_history"] == [{"role": "user", "content": "inst stream"},
+                                              {"role": "assistant", "content": failed["error"]["message"]}]
 
 
 def test_d9_first_response_stores_its_user_message_twice(quirky: RunningServer) -> None:
@@ -154,5 +179,25 @@ def test_default_model_history_merges_consecutive_user_messages(tmp_path: Path) 
         assert [m["content"] for m in _history(srv, answer["id"])] == ["h1", "h2", "h3", "q", "ECHO-REPLY to: q [n=3]"]
         run_id = submit(srv.client, {"input": "x", "conversation_history": history})
         assert wait_status(srv.client, run_id)["output"] == "ECHO-REPLY to: x [n=3]"
+    finally:
+        srv.stop()
+
+
+def test_default_instructions_and_run_fields_as_upstream(tmp_path: Path) -> None:
+    """Without the flag: an empty instruction of any type is none, as in 0.19.0, a runs field 0.19.0's agent
+    cannot take fails the run in 0.19.0's words, and a Responses instruction that is not text is D6's 400."""
+    srv = start_server(tmp_path / "home")
+    try:
+        for empty in (0, False, [], {}):
+            assert srv.client.post("/v1/responses", json={"input": "x", "instructions": empty}).status_code == 200
+        assert srv.client.post("/v1/responses", json={"input": "x", "instructions": 7}).status_code == 400
+        failed = wait_status(srv.client, submit(srv.client, {"input": "run inst", "instructions": 7}))
+        assert (failed["status"], failed["error"]) == ("failed", 'can only concatenate str (not "int") to str')
+        assert _user_rows(srv, "run inst") == 1
+        failed = wait_status(srv.client, submit(srv.client, {"input": "run sid", "session_id": 7}))
+        assert (failed["status"], failed["error"], failed["session_id"]) == ("failed", "str expected, not int", 7)
+        assert _user_rows(srv, "run sid") == 0
+        done = wait_status(srv.client, submit(srv.client, {"input": "run empty", "instructions": [], "session_id": 0}))
+        assert done["status"] == "completed" and done["session_id"].startswith("run_")
     finally:
         srv.stop()
