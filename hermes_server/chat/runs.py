@@ -250,6 +250,7 @@ def _turn(spec: RunSpec, live: LiveRun) -> ChatTurn:
     a session id before anything is written, an instruction (`run_turn`) after the user row."""
     if not isinstance(spec.session_id, str):
         raise TypeError(f"str expected, not {type(spec.session_id).__name__}")
+    spec.session_id.encode("utf-8")  # a lone surrogate raises here, as it fails 0.19.0's store, before any write
     return ChatTurn(spec.session_id, normalize_content(spec.user_message), spec.instructions or None,
                     spec.session_key, history=spec.history, origin=spec.origin,
                     stop=live.stop, approvals=live.approvals)

@@ -4,8 +4,8 @@ Pure functions in upstream's order of checks. A request's `input` becomes messag
 (a string is one user message; a list item is a user string or a `{role, content}`
 object, content normalized as chat content is); all but the last message join the
 history; the last one's content is the user message. Where upstream answers with a
-bare 500 (a body `conversation` that is an object or array), a 400 names the field
-here (docs/differences.md, D6). The history a turn sees and leaves is `response_history.py`'s.
+bare 500 (a body `conversation` that is an object, an array or text with a lone surrogate),
+a 400 names the field here (docs/differences.md, D6). The history a turn sees and leaves is `response_history.py`'s.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 from hermes_server.domain.content import ContentError, has_visible_payload, normalize_content
 from hermes_server.domain.openai_messages import MessagesError, request_bool
 from hermes_server.domain.run_input import history_entries
-from hermes_server.domain.titles import scrub_surrogates
+from hermes_server.domain.titles import has_lone_surrogate
 
 # Most history messages a request with `truncation: "auto"` keeps.
 TRUNCATION_LIMIT = 100
@@ -79,8 +79,9 @@ def parse_response_input(body: dict[str, Any], served_model: str, *, lax_instruc
     if conversation and not isinstance(conversation, str):
         # A number names the conversation by its text, as SQLite's TEXT column stores it upstream.
         conversation = str(int(conversation)) if isinstance(conversation, bool) else str(conversation)
-    if isinstance(conversation, str):
-        conversation = scrub_surrogates(conversation)
+    if isinstance(conversation, str) and has_lone_surrogate(conversation):  # 0.19.0 fails looking it up
+        raise MessagesError("Invalid value for 'conversation': text must be valid Unicode", param="conversation",
+                            upstream_crashes=True)
     messages = _input_messages(raw_input)
     raw_history = body.get("conversation_history")
     history = history_entries(raw_history, _content) if raw_history else []

@@ -20,9 +20,10 @@ from hermes_server.context import AppContext
 from hermes_server.domain.openai_messages import request_bool
 from hermes_server.domain.response_history import model_history
 from hermes_server.domain.run_input import parse_run_input
+from hermes_server.domain.titles import has_lone_surrogate
 from hermes_server.http.auth import check_bearer, session_key
 from hermes_server.http.body import read_json_object
-from hermes_server.http.errors import ApiError
+from hermes_server.http.errors import ApiError, invalid_field
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Operation, Route
 from hermes_server.http.sse import KEEPALIVE_FRAME, data_frame, sse_response
@@ -58,7 +59,11 @@ async def _submit(request: Request, ctx: AppContext, key: str | None, admission:
     parsed = parse_run_input(body, settings.model_name)
     history, stored_session, instructions = parsed.history, None, parsed.instructions
     if not history and parsed.previous_response_id:
-        stored = await ctx.response_store.get(parsed.previous_response_id)
+        previous = parsed.previous_response_id
+        if isinstance(previous, str) and has_lone_surrogate(previous):  # 0.19.0 fails looking it up
+            raise invalid_field("previous_response_id",
+                                "Invalid value for 'previous_response_id': text must be valid Unicode")
+        stored = await ctx.response_store.get(previous)
         if stored is not None:  # an unknown previous_response_id is ignored, as upstream does
             history = list(stored.get("conversation_history") or [])
             stored_session = stored.get("session_id")

@@ -56,7 +56,8 @@ def _reply(answer: dict[str, Any]) -> str:
 
 
 def test_d6_run_bodies_upstream_crashes_on(quirky: RunningServer) -> None:
-    for body in (b"[1]", b'"text"', b'{"input": ["bare"]}', b'{"input": [{"role": "user", "content": "x"}, 5]}'):
+    for body in (b"[1]", b'"text"', b'{"input": ["bare"]}', b'{"input": [{"role": "user", "content": "x"}, 5]}',
+                 b'{"input": "x", "previous_response_id": "r\\ud800"}'):
         assert crash(quirky.client.post("/v1/runs", content=body)) == CRASH
     queues = quirky.client.get("/health/detailed").json()["readiness"]["checks"]["background_queues"]
     assert queues["active_api_runs"] == 0  # no run was started
@@ -79,7 +80,7 @@ def test_d6_response_bodies_upstream_crashes_on(quirky: RunningServer) -> None:
     before = _store_rows(quirky)
     for body in (b'["x"]', b"5", b'{"input": "x", "conversation": {"a": 1}}',
                  b'{"input": "x", "conversation": ["c"]}', b'{"input": "x", "conversation": ["c"], "stream": true}',
-                 b'{"input": "x", "previous_response_id": "r\\ud800"}'):
+                 b'{"input": "x", "previous_response_id": "r\\ud800"}', b'{"input": "x", "conversation": "c\\ud800"}'):
         assert crash(quirky.client.post("/v1/responses", content=body)) == CRASH
     assert _store_rows(quirky) == before
     assert quirky.client.post("/v1/responses", content=b"{").status_code == 400
@@ -199,5 +200,22 @@ def test_default_instructions_and_run_fields_as_upstream(tmp_path: Path) -> None
         assert _user_rows(srv, "run sid") == 0
         done = wait_status(srv.client, submit(srv.client, {"input": "run empty", "instructions": [], "session_id": 0}))
         assert done["status"] == "completed" and done["session_id"].startswith("run_")
+        response = srv.client.post("/v1/runs", content=b'{"input": "run surrogate", "session_id": "s\\ud800"}')
+        failed = wait_status(srv.client, response.json()["run_id"])
+        assert failed["error"] == "'utf-8' codec can't encode character '\\ud800' in position 1: surrogates not allowed"
+        assert _user_rows(srv, "run surrogate") == 0
+    finally:
+        srv.stop()
+
+
+def test_default_lone_surrogates_in_lookups_are_d6_400s(tmp_path: Path) -> None:
+    srv = start_server(tmp_path / "home")
+    try:
+        for path, field in (("/v1/runs", "previous_response_id"), ("/v1/responses", "conversation")):
+            answer = srv.client.post(path, content=b'{"input": "x", "%s": "c\\ud800"}' % field.encode())
+            assert (answer.status_code, answer.json()["error"]["param"]) == (400, field)
+            assert answer.json()["error"]["message"] == f"Invalid value for '{field}': text must be valid Unicode"
+        answer = srv.client.post("/v1/responses", content=b'{"input": "x", "previous_response_id": "r\\ud800"}')
+        assert answer.status_code == 404
     finally:
         srv.stop()
