@@ -213,6 +213,7 @@ class RunSpec:
     instructions: Any
     session_key: str | None
     origin: Any
+    prompt: Any  # the user message as the model is given it (see `ChatTurn.prompt`)
 
 
 class _RunEvents:
@@ -253,7 +254,7 @@ def _turn(spec: RunSpec, live: LiveRun) -> ChatTurn:
     spec.session_id.encode("utf-8")  # a lone surrogate raises here, as it fails 0.19.0's store, before any write
     return ChatTurn(spec.session_id, normalize_content(spec.user_message), spec.instructions or None,
                     spec.session_key, history=spec.history, origin=spec.origin,
-                    stop=live.stop, approvals=live.approvals)
+                    stop=live.stop, approvals=live.approvals, prompt=normalize_content(spec.prompt))
 
 
 async def run_in_background(ctx: TurnContext, runs: Runs, spec: RunSpec, live: LiveRun) -> None:

@@ -74,6 +74,9 @@ class ChatTurn:
     # A structured run's stop request and approval gate (other routes have neither).
     stop: Stop | None = None
     approvals: ApprovalGate | None = None
+    # What the model is given as the user message when that is not `user_message` (a run or
+    # response folds it into a user message right before it, as 0.19.0's agent does); never stored.
+    prompt: UserMessage | None = None
 
 
 @dataclass(frozen=True)
@@ -159,7 +162,7 @@ async def run_turn(ctx: TurnContext, turn: ChatTurn,
     request = TurnRequest(
         turn.session_id,
         [start.summary] if start.summary else history,
-        turn.user_message,
+        turn.user_message if turn.prompt is None else turn.prompt,
         turn.system_message,
         turn.approvals,
     )

@@ -1,10 +1,10 @@
 """The history of a Responses turn: what the model sees, and what is stored for the next one.
 
-The model sees the history with each run of consecutive user messages merged into one
-(plain texts joined by a blank line; a message whose content has parts stays apart), as
-0.19.0's agent repairs a history before calling its model, so two user messages in a
-row never reach a provider that wants roles to alternate. Runs give their model the
-history the same way.
+The model sees the history and the user message with each run of consecutive user
+messages merged into one (plain texts joined by a blank line; a message whose content has
+parts stays apart), as 0.19.0's agent repairs a conversation before calling its model, so
+two user messages in a row never reach a provider that wants roles to alternate. Runs
+give their model the turn the same way.
 
 What is stored is the chain once, in order: the history as the request gave it, the user
 message, the turn's messages. 0.19.0 stores something else (docs/differences.md, D9),
@@ -45,9 +45,14 @@ def _merge_users(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return merged
 
 
-def model_history(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The history as the model is given it: consecutive user messages merged (copies; `history` is kept)."""
-    return _merge_users([dict(msg) for msg in history])
+def model_turn(history: list[dict[str, Any]], user_message: Any) -> tuple[list[dict[str, Any]], Any]:
+    """The history and the user message as the model is given them (copies; nothing given is changed).
+
+    The turn's own message is folded into a user message right before it too, so the model of
+    `input: ["a", "b"]` sees one message, `a`, a blank line and `b`; state.db still stores `b`.
+    """
+    merged = _merge_users([*(dict(msg) for msg in history), {"role": "user", "content": user_message}])
+    return merged[:-1], merged[-1]["content"]
 
 
 def _upstream_history(history: list[dict[str, Any]], user_message: Any,

@@ -23,7 +23,7 @@ from hermes_server.chat.turn import ChatTurn, answer, run_turn, settle
 from hermes_server.context import AppContext
 from hermes_server.domain.errors import CompletionFailed
 from hermes_server.domain.quirks import Deviation
-from hermes_server.domain.response_history import model_history, stored_history
+from hermes_server.domain.response_history import model_turn, stored_history
 from hermes_server.domain.response_input import fingerprint, output_items, parse_response_input, user_turn
 from hermes_server.domain.titles import has_lone_surrogate
 from hermes_server.http.auth import check_bearer, session_key
@@ -119,8 +119,9 @@ async def _respond(request: Request, ctx: AppContext, admission: Admission) -> R
             instructions = stored.get("instructions")
     history, user_message = user_turn(parsed.messages, history, parsed.truncate)
     session_id = stored_session if isinstance(stored_session, str) and stored_session else ctx.ids.uuid()
-    turn = ChatTurn(session_id, user_message, instructions or None, key, history=model_history(history),
-                    origin=request.scope)
+    seen, prompt = model_turn(history, user_message)
+    turn = ChatTurn(session_id, user_message, instructions or None, key, history=seen, origin=request.scope,
+                    prompt=prompt)
     if parsed.stream:
         response_id = f"resp_{ctx.ids.hex(28)}"
         save = _Saver(ctx, response_id, parsed.store, parsed.conversation, instructions, session_id)

@@ -18,7 +18,7 @@ from hermes_server.chat.runs import APPROVAL_CHOICES, RunSpec, run_in_background
 from hermes_server.chat.slots import Admission
 from hermes_server.context import AppContext
 from hermes_server.domain.openai_messages import request_bool
-from hermes_server.domain.response_history import model_history
+from hermes_server.domain.response_history import model_turn
 from hermes_server.domain.run_input import parse_run_input
 from hermes_server.domain.titles import has_lone_surrogate
 from hermes_server.http.auth import check_bearer, session_key
@@ -71,11 +71,11 @@ async def _submit(request: Request, ctx: AppContext, key: str | None, admission:
                 instructions = stored.get("instructions")
     if not history:
         history = parsed.earlier
-    history = model_history(history)
+    history, prompt = model_turn(history, parsed.user_message)
     run_id = f"run_{ctx.ids.hex(32)}"
     session_id = parsed.session_id or stored_session or run_id
     live = ctx.runs.register(run_id, session_id, parsed.model)
-    spec = RunSpec(run_id, session_id, parsed.user_message, history, instructions, key, request.scope)
+    spec = RunSpec(run_id, session_id, parsed.user_message, history, instructions, key, request.scope, prompt)
     admission.release()
     live.task = ctx.turns.spawn(run_in_background(ctx, ctx.runs, spec, live))
     return HermesJSONResponse({"run_id": run_id, "status": "started"}, 202,

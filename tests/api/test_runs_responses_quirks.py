@@ -169,8 +169,9 @@ def test_d9_a_run_chained_from_a_response_sees_the_merged_chain(quirky: RunningS
     assert wait_status(quirky.client, run_id)["output"] == "ECHO-REPLY to: run on it [n=7]"
 
 
-def test_default_model_history_merges_consecutive_user_messages(tmp_path: Path) -> None:
-    """Without the flag too, the model is given consecutive user messages as one, as 0.19.0's agent does."""
+def test_default_model_turn_merges_consecutive_user_messages(tmp_path: Path) -> None:
+    """Without the flag too, the model is given consecutive user messages as one, the turn's own message
+    included, as 0.19.0's agent does; state.db and the stored chain keep them apart."""
     srv = start_server(tmp_path / "home")
     try:
         history = [{"role": "user", "content": "h1"}, {"role": "user", "content": "h2"},
@@ -180,6 +181,15 @@ def test_default_model_history_merges_consecutive_user_messages(tmp_path: Path) 
         assert [m["content"] for m in _history(srv, answer["id"])] == ["h1", "h2", "h3", "q", "ECHO-REPLY to: q [n=3]"]
         run_id = submit(srv.client, {"input": "x", "conversation_history": history})
         assert wait_status(srv.client, run_id)["output"] == "ECHO-REPLY to: x [n=3]"
+        folded = srv.client.post("/v1/responses", json={"input": ["a", "b"]})
+        assert _reply(folded.json()) == "ECHO-REPLY to: a b [n=1]"
+        rows = srv.client.get(f"/api/sessions/{folded.headers['x-hermes-session-id']}/messages").json()["data"]
+        assert [(r["role"], r["content"]) for r in rows] == [("user", "b"), ("assistant", "ECHO-REPLY to: a b [n=1]")]
+        run_id = submit(srv.client, {"input": [{"role": "user", "content": "a"}, {"role": "user", "content": "b"}]})
+        assert wait_status(srv.client, run_id)["output"] == "ECHO-REPLY to: a b [n=1]"
+        parts = [{"role": "user", "content": "a"}, {"role": "user", "content": [{"type": "text", "text": "b"}]}]
+        run_id = submit(srv.client, {"input": parts})  # a list content is never merged
+        assert wait_status(srv.client, run_id)["output"] == "ECHO-REPLY to: b [n=2]"
     finally:
         srv.stop()
 
