@@ -1,4 +1,4 @@
-"""The history of a Responses turn: what the model sees, and what is stored for the next one.
+"""The history of a Responses turn (or a run's): what the model sees, what is stored for the next one.
 
 The model sees the history and the user message with each run of consecutive user
 messages merged into one (plain texts joined by a blank line; a message whose content has

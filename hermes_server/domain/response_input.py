@@ -5,7 +5,8 @@ Pure functions in upstream's order of checks. A request's `input` becomes messag
 object, content normalized as chat content is); all but the last message join the
 history; the last one's content is the user message. Where upstream answers with a
 bare 500 (a body `conversation` that is an object, an array or text with a lone surrogate),
-a 400 names the field here (docs/differences.md, D6). The history a turn sees and leaves is `response_history.py`'s.
+a 400 names the field here (docs/differences.md, D6). The history a turn sees and leaves
+is `response_history.py`'s.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ class ResponseInput:
 
     messages: list[dict[str, Any]]  # every input message, in order; the last one is the turn's
     history: list[dict[str, Any]]  # the explicit `conversation_history` (empty: none)
-    instructions: Any  # text or None (any other value only with `lax_instructions`)
+    instructions: Any  # text, None or an empty value (anything else only with `lax_instructions`)
     previous_response_id: Any
     conversation: Any
     store: bool
