@@ -6,7 +6,7 @@ reads top to bottom.
 
 Usage (from the repository root):
 
-    .venv/bin/python tools/oracle_runs_diff.py [--verbose] [--keep]
+    .venv/bin/python tools/oracle_runs_diff.py [--verbose] [--keep] [--upstream-quirks]
 
 Starts the oracle (API port 18610) over the scriptable mock model
 (`tools/scriptable_mock_llm.py`, port 18611: `[[delay=S]]`, `[[chunkdelay=S]]` and
@@ -25,6 +25,8 @@ become `<reply>`, keeping the `[n=K]` count of messages the model saw), and stre
 event (keys in order; a run of text deltas counts as one; `reasoning.available` events are
 compared like the others, and counted on each side). Declared deviations
 (docs/differences.md) are reported apart; exit status 0 only without unexpected differences.
+With `--upstream-quirks` both hermes-servers run with that flag and every step must be
+identical, the declared ones included.
 """
 
 from __future__ import annotations
@@ -349,7 +351,8 @@ def build_steps() -> list[Step]:
     return steps
 
 
-def compare(steps: list[Step], verbose: bool) -> int:
+def compare(steps: list[Step], verbose: bool, quirks: bool = False) -> int:
+    """Each step on both sides; with `quirks` (every deviation switched off) nothing may differ."""
     oracle, ours = Side("oracle", ORACLE_PORT, ORACLE_PORT), Side("ours", FAST_PORT, SLOW_PORT)
     same = unexpected = expected = 0
     for step in steps:
@@ -357,26 +360,28 @@ def compare(steps: list[Step], verbose: bool) -> int:
         if step.pause:
             time.sleep(step.pause)
         a, b = oracle.shape(theirs), ours.shape(mine)
+        deviation = None if quirks else step.deviation
         if a == b:
             same += 1
-            if step.deviation:
+            if deviation:
                 unexpected += 1
-                print(f"NO-DIFF   {step.name}: expected {step.deviation}")
+                print(f"NO-DIFF   {step.name}: expected {deviation}")
             elif verbose:
                 print(f"same      {step.name}")
             continue
-        label = f"expected  {step.deviation}" if step.deviation else "DIFF     "
-        expected += bool(step.deviation)
-        unexpected += not step.deviation
+        label = f"expected  {deviation}" if deviation else "DIFF     "
+        expected += bool(deviation)
+        unexpected += not deviation
         print(f"{label} {step.name}")
         print_differences(a, b, WIDTH)
-    print(f"\n{len(steps)} requests: {same} identical after normalisation, {expected} expected differences, "
+    mode = " (--upstream-quirks)" if quirks else ""
+    print(f"\n{len(steps)} requests{mode}: {same} identical after normalisation, {expected} expected differences, "
           f"{unexpected} unexpected differences; reasoning.available events: {oracle.reasoning} upstream, "
           f"{ours.reasoning} ours")
     return 0 if unexpected == 0 else 1
 
 
-def run(verbose: bool, keep: bool) -> int:
+def run(verbose: bool, keep: bool, quirks: bool = False) -> int:
     with Workbench("hs-oracle-runs-diff-", keep) as bench:
         bench.process("mock", [sys.executable, str(REPO / "tools" / "scriptable_mock_llm.py"), "--port", str(MOCK_PORT)])
         deadline = time.monotonic() + 15
@@ -388,16 +393,17 @@ def run(verbose: bool, keep: bool) -> int:
                 time.sleep(0.1)
         os.environ["ORACLE_SKIP_MOCK"] = "1"
         bench.oracle("oracle", ORACLE_PORT)
-        bench.ours("fast", FAST_PORT)
+        flag = ["--upstream-quirks"] if quirks else []
+        bench.ours("fast", FAST_PORT, extra=flag)
         script = bench.dir / "slow-script.json"
         script.write_text(json.dumps(SLOW_SCRIPT))
-        bench.ours("slow", SLOW_PORT, extra=["--agent", "script", "--agent-script", str(script)])
-        return compare(build_steps(), verbose)
+        bench.ours("slow", SLOW_PORT, extra=["--agent", "script", "--agent-script", str(script), *flag])
+        return compare(build_steps(), verbose, quirks)
 
 
 def main() -> int:
     args = command_line(__doc__).parse_args()
-    return run(args.verbose, args.keep)
+    return run(args.verbose, args.keep, args.upstream_quirks)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from hermes_server.agents.base import AgentEvent, Delta, ToolEvent
 from hermes_server.chat.turn import ChatTurn, TurnContext, run_turn
 from hermes_server.domain.redact import redact
-from hermes_server.domain.response_input import compact_item, message_item, stored_history
+from hermes_server.domain.response_input import compact_item, message_item
 from hermes_server.domain.usage import Usage
 
 log = logging.getLogger("hermes_server.chat")
@@ -162,7 +162,8 @@ class ResponseStream:
 
 async def stream_response(ctx: TurnContext, stream: ResponseStream, turn: ChatTurn, history: list[dict[str, Any]],
                           save: Any) -> None:
-    """Run the turn, emit the closing events, store the outcome with `save(envelope, history)`."""
+    """Run the turn, emit the closing events, store the outcome: `save.completed(envelope, history, user
+    message, turn messages)` for a finished turn, `save(envelope, stored history)` for a failed one."""
     try:
         outcome = await run_turn(ctx, turn, stream.agent_event)
     except Exception as exc:  # noqa: BLE001 - reported as response.failed, as upstream does
@@ -176,7 +177,7 @@ async def stream_response(ctx: TurnContext, stream: ResponseStream, turn: ChatTu
     else:
         text = stream.finish_message(outcome.final_text)
         envelope = stream.terminal("completed", text, outcome.usage)
-        await save(envelope, stored_history(history, turn.user_message, outcome.messages))
+        await save.completed(envelope, history, turn.user_message, outcome.messages)
         stream.write("response.completed", {"response": envelope})
     finally:
         stream.sink.close()

@@ -213,6 +213,7 @@ class RunSpec:
     instructions: Any
     session_key: str | None
     origin: Any
+    prompt: Any  # the user message as the model is given it (see `ChatTurn.prompt`)
 
 
 class _RunEvents:
@@ -246,14 +247,14 @@ class _RunEvents:
 
 
 def _turn(spec: RunSpec, live: LiveRun) -> ChatTurn:
-    """The chat turn of a run; a value upstream's agent cannot take fails the run, as there."""
+    """The chat turn of a run; a value upstream's agent cannot take fails the run, as there, in its words:
+    a session id before anything is written, an instruction (`run_turn`) after the user row."""
     if not isinstance(spec.session_id, str):
-        raise TypeError(f"session_id must be a string, not {type(spec.session_id).__name__}")
-    if spec.instructions is not None and not isinstance(spec.instructions, str):
-        raise TypeError(f"instructions must be a string, not {type(spec.instructions).__name__}")
+        raise TypeError(f"str expected, not {type(spec.session_id).__name__}")
+    spec.session_id.encode("utf-8")  # a lone surrogate raises here, as it fails 0.19.0's store, before any write
     return ChatTurn(spec.session_id, normalize_content(spec.user_message), spec.instructions or None,
                     spec.session_key, history=spec.history, origin=spec.origin,
-                    stop=live.stop, approvals=live.approvals)
+                    stop=live.stop, approvals=live.approvals, prompt=normalize_content(spec.prompt))
 
 
 async def run_in_background(ctx: TurnContext, runs: Runs, spec: RunSpec, live: LiveRun) -> None:

@@ -63,7 +63,8 @@ class ChatTurn:
 
     session_id: str  # the exact path id
     user_message: UserMessage
-    system_message: str | None
+    # The turn's instruction, or None; a run or response may carry another JSON value (see `run_turn`).
+    system_message: Any
     session_key: str | None
     # What the model sees before the turn when the client sends it (chat completions
     # without X-Hermes-Session-Id); None: the session's stored history. Never stored.
@@ -73,6 +74,9 @@ class ChatTurn:
     # A structured run's stop request and approval gate (other routes have neither).
     stop: Stop | None = None
     approvals: ApprovalGate | None = None
+    # What the model is given as the user message when that is not `user_message` (a run or
+    # response folds it into a user message right before it, as 0.19.0's agent does); never stored.
+    prompt: UserMessage | None = None
 
 
 @dataclass(frozen=True)
@@ -152,10 +156,13 @@ async def run_turn(ctx: TurnContext, turn: ChatTurn,
     history = turn.history if turn.history is not None else await load_history(ctx, turn)
     book = _Bookkeeping(turn.session_id)
     start = await _begin(ctx, turn, history, book)
+    if turn.system_message is not None and not isinstance(turn.system_message, str):
+        # Where 0.19.0's agent fails, its user row written, adding the instruction to its system prompt.
+        raise TypeError(f'can only concatenate str (not "{type(turn.system_message).__name__}") to str')
     request = TurnRequest(
         turn.session_id,
         [start.summary] if start.summary else history,
-        turn.user_message,
+        turn.user_message if turn.prompt is None else turn.prompt,
         turn.system_message,
         turn.approvals,
     )

@@ -34,12 +34,15 @@ class Quirks:
     undecodable_bearer_500: bool = False
     # D5: an exception inside the agent during /chat is a text/plain 500 (default: the envelope).
     agent_failure_500: bool = False
-    # D6: input 0.19.0 crashes on (lone surrogates, non-object completion bodies …) is a text/plain 500.
+    # D6: input 0.19.0 crashes on (lone surrogates, non-object completion bodies …) is a text/plain 500;
+    # a Responses instruction that is not text fails the turn, as in 0.19.0 (default: 400 before it).
     bad_input_500: bool = False
     # D7: a write the storage refuses (full disk, read-only, I/O error) is a text/plain 500 (default: 503).
     storage_failure_500: bool = False
     # D8 "jobs bad input": /api/jobs input 0.19.0 fails on is its JSON 500 (default: 400, same body).
     jobs_bad_input_500: bool = False
+    # D9: the Responses API stores the first user message twice, and every chained turn repeats the chain.
+    duplicated_response_history: bool = False
 
     @classmethod
     def upstream(cls, enabled: bool) -> Quirks:

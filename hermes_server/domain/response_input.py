@@ -1,11 +1,12 @@
-"""The Responses API's rules: the request body, the output items, the stored history.
+"""The Responses API's rules: the request body and the output items.
 
 Pure functions in upstream's order of checks. A request's `input` becomes messages
 (a string is one user message; a list item is a user string or a `{role, content}`
 object, content normalized as chat content is); all but the last message join the
 history; the last one's content is the user message. Where upstream answers with a
-bare 500 (a body `conversation` that is an object or array), a 400 names the field
-here (docs/differences.md, D6).
+bare 500 (a body `conversation` that is an object, an array or text with a lone surrogate),
+a 400 names the field here (docs/differences.md, D6). The history a turn sees and leaves
+is `response_history.py`'s.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 from hermes_server.domain.content import ContentError, has_visible_payload, normalize_content
 from hermes_server.domain.openai_messages import MessagesError, request_bool
 from hermes_server.domain.run_input import history_entries
-from hermes_server.domain.titles import scrub_surrogates
+from hermes_server.domain.titles import has_lone_surrogate
 
 # Most history messages a request with `truncation: "auto"` keeps.
 TRUNCATION_LIMIT = 100
@@ -31,7 +32,7 @@ class ResponseInput:
 
     messages: list[dict[str, Any]]  # every input message, in order; the last one is the turn's
     history: list[dict[str, Any]]  # the explicit `conversation_history` (empty: none)
-    instructions: str | None
+    instructions: Any  # text, None or an empty value (anything else only with `lax_instructions`)
     previous_response_id: Any
     conversation: Any
     store: bool
@@ -62,8 +63,12 @@ def _input_messages(raw_input: Any) -> list[dict[str, Any]]:
     return messages
 
 
-def parse_response_input(body: dict[str, Any], served_model: str) -> ResponseInput:
-    """Validate a Responses body up to the store lookup; errors carry upstream's 400s."""
+def parse_response_input(body: dict[str, Any], served_model: str, *, lax_instructions: bool = False) -> ResponseInput:
+    """Validate a Responses body up to the store lookup; errors carry upstream's 400s.
+
+    An instruction that is neither text nor empty is refused (D6) unless `lax_instructions`
+    (`--upstream-quirks`), which lets it reach the turn, failing it as 0.19.0's agent fails.
+    """
     raw_input = body.get("input")
     if raw_input is None:
         raise MessagesError("Missing 'input' field")
@@ -71,17 +76,18 @@ def parse_response_input(body: dict[str, Any], served_model: str) -> ResponseInp
     if conversation and previous:
         raise MessagesError("Cannot use both 'conversation' and 'previous_response_id'")
     if conversation and isinstance(conversation, (dict, list)):
-        raise MessagesError("'conversation' must be a string", param="conversation")
+        raise MessagesError("'conversation' must be a string", param="conversation", upstream_crashes=True)
     if conversation and not isinstance(conversation, str):
         # A number names the conversation by its text, as SQLite's TEXT column stores it upstream.
         conversation = str(int(conversation)) if isinstance(conversation, bool) else str(conversation)
-    if isinstance(conversation, str):
-        conversation = scrub_surrogates(conversation)
+    if isinstance(conversation, str) and has_lone_surrogate(conversation):  # 0.19.0 fails looking it up
+        raise MessagesError("Invalid value for 'conversation': text must be valid Unicode", param="conversation",
+                            upstream_crashes=True)
     messages = _input_messages(raw_input)
     raw_history = body.get("conversation_history")
     history = history_entries(raw_history, _content) if raw_history else []
     instructions = body.get("instructions")
-    if instructions is not None and not isinstance(instructions, str):
+    if instructions and not isinstance(instructions, str) and not lax_instructions:
         raise MessagesError("'instructions' must be a string", param="instructions")
     return ResponseInput(
         messages, history, instructions, previous, conversation,
@@ -146,12 +152,3 @@ def compact_item(item: dict[str, Any]) -> dict[str, Any]:
         if len(text) > 1000:
             return {**item, "output": [{"type": "input_text", "text": f"{text[:500]}...[{len(text) - 500} more chars]"}]}
     return item
-
-
-def stored_history(history: list[dict[str, Any]], user_message: Any,
-                   turn_messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """What a chained request continues from: the history, the user message, the turn's messages.
-
-    Each message once (upstream stores the first user message twice, docs/differences.md, D9).
-    """
-    return [*history, {"role": "user", "content": user_message}, *turn_messages]

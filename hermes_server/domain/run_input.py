@@ -65,7 +65,8 @@ def parse_run_input(body: dict[str, Any], served_model: str) -> RunInput:
     elif isinstance(raw_input, list):
         last = raw_input[-1]
         if not isinstance(last, dict):
-            raise MessagesError("The last item of 'input' must be a message object", param="input")
+            raise MessagesError("The last item of 'input' must be a message object", param="input",
+                                upstream_crashes=True)
         user_message = last.get("content", "")
     else:
         user_message = ""

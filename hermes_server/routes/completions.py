@@ -37,17 +37,16 @@ from hermes_server.domain.openai_messages import (
     request_bool,
     request_fingerprint,
 )
-from hermes_server.domain.quirks import Deviation
 from hermes_server.domain.redact import redact
 from hermes_server.http.auth import check_bearer, raw_header, session_key
 from hermes_server.http.body import read_json_object
-from hermes_server.http.errors import ApiError, not_an_object
+from hermes_server.http.errors import ApiError
 from hermes_server.domain.usage import Usage
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Operation, Route
 from hermes_server.http.sse import EventQueue, data_frame, event_frame, sse_response
 from hermes_server.openapi.schemas import AUTH_ERRORS, BODY_ERRORS
-from hermes_server.routes.common import CHAT_HEADER_FEATURES, identity_headers
+from hermes_server.routes.common import CHAT_HEADER_FEATURES, crashing_non_object, identity_headers
 
 log = logging.getLogger("hermes_server.chat")
 
@@ -84,8 +83,7 @@ def _continuation(request: Request, api_key: str | None) -> str | None:
 async def _validated(request: Request, ctx: AppContext) -> CompletionRequest:
     settings = ctx.settings
     # D6: 0.19.0 crashes on a body that is not an object here (the session routes refuse it).
-    body = await read_json_object(request, settings.max_request_bytes,
-                                  lambda: Deviation("bad_input_500", not_an_object()))
+    body = await read_json_object(request, settings.max_request_bytes, crashing_non_object)
     conversation = parse_messages(body)
     key = session_key(request, settings.api_key)
     continued = _continuation(request, settings.api_key)

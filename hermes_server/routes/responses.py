@@ -22,20 +22,17 @@ from hermes_server.chat.slots import Admission
 from hermes_server.chat.turn import ChatTurn, answer, run_turn, settle
 from hermes_server.context import AppContext
 from hermes_server.domain.errors import CompletionFailed
-from hermes_server.domain.response_input import (
-    fingerprint,
-    output_items,
-    parse_response_input,
-    stored_history,
-    user_turn,
-)
+from hermes_server.domain.quirks import Deviation
+from hermes_server.domain.response_history import model_turn, stored_history
+from hermes_server.domain.response_input import fingerprint, output_items, parse_response_input, user_turn
+from hermes_server.domain.titles import has_lone_surrogate
 from hermes_server.http.auth import check_bearer, session_key
 from hermes_server.http.body import read_json_object
 from hermes_server.http.errors import ApiError
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Operation, Route
 from hermes_server.http.sse import EventQueue, event_frame, sse_response
-from hermes_server.routes.common import identity_headers
+from hermes_server.routes.common import crashing_non_object, identity_headers
 
 log = logging.getLogger("hermes_server.chat")
 
@@ -48,6 +45,12 @@ def _invalid_json() -> ApiError:
 
 def _not_found(response_id: str) -> ApiError:
     return ApiError(404, f"Response not found: {response_id}")
+
+
+def _previous_not_found(previous: Any) -> Exception:
+    """The 404 of an unknown `previous_response_id`; D6 when 0.19.0 crashes looking it up (a lone surrogate)."""
+    error = ApiError(404, f"Previous response not found: {previous}")
+    return Deviation("bad_input_500", error) if isinstance(previous, str) and has_lone_surrogate(previous) else error
 
 
 class _FrameSink:
@@ -67,7 +70,7 @@ class _Saver:
     """Stores one response's envelope and history (and advances its conversation), when `store` is on."""
 
     def __init__(self, ctx: AppContext, response_id: str, store: bool, conversation: Any,
-                 instructions: str | None, session_id: str) -> None:
+                 instructions: Any, session_id: str) -> None:
         self.ctx, self.response_id, self.store = ctx, response_id, store
         self.conversation, self.instructions, self.session_id = conversation, instructions, session_id
 
@@ -84,6 +87,11 @@ class _Saver:
         except Exception as exc:  # noqa: BLE001 - the answer stands; only the chaining is lost
             log.warning("response %s could not be stored (%s)", self.response_id, type(exc).__name__)
 
+    async def completed(self, envelope: dict[str, Any], history: list[dict[str, Any]], user_message: Any,
+                        turn_messages: list[dict[str, Any]]) -> None:
+        """Store a finished turn on `history` (as the request gave it, before the model's merge)."""
+        await self(envelope, stored_history(history, user_message, turn_messages, self.ctx.quirks))
+
 
 async def create_response(request: Request, ctx: AppContext) -> Response:
     """POST /v1/responses: one turn, answered as a response object or as `response.*` events."""
@@ -95,8 +103,8 @@ async def create_response(request: Request, ctx: AppContext) -> Response:
 async def _respond(request: Request, ctx: AppContext, admission: Admission) -> Response:
     settings = ctx.settings
     key = session_key(request, settings.api_key)
-    body = await read_json_object(request, settings.max_request_bytes, invalid=_invalid_json)
-    parsed = parse_response_input(body, settings.model_name)
+    body = await read_json_object(request, settings.max_request_bytes, crashing_non_object, _invalid_json)
+    parsed = parse_response_input(body, settings.model_name, lax_instructions=ctx.quirks.bad_input_500)
     previous = parsed.previous_response_id
     if parsed.conversation:
         previous = await ctx.response_store.conversation(parsed.conversation)
@@ -104,14 +112,16 @@ async def _respond(request: Request, ctx: AppContext, admission: Admission) -> R
     if not history and previous:
         stored = await ctx.response_store.get(previous)
         if stored is None:
-            raise ApiError(404, f"Previous response not found: {previous}")
+            raise _previous_not_found(previous)
         history = list(stored.get("conversation_history") or [])
         stored_session = stored.get("session_id")
         if instructions is None:
             instructions = stored.get("instructions")
     history, user_message = user_turn(parsed.messages, history, parsed.truncate)
     session_id = stored_session if isinstance(stored_session, str) and stored_session else ctx.ids.uuid()
-    turn = ChatTurn(session_id, user_message, instructions or None, key, history=history, origin=request.scope)
+    seen, prompt = model_turn(history, user_message)
+    turn = ChatTurn(session_id, user_message, instructions or None, key, history=seen, origin=request.scope,
+                    prompt=prompt)
     if parsed.stream:
         response_id = f"resp_{ctx.ids.hex(28)}"
         save = _Saver(ctx, response_id, parsed.store, parsed.conversation, instructions, session_id)
@@ -138,7 +148,7 @@ async def _respond(request: Request, ctx: AppContext, admission: Admission) -> R
         "model": parsed.model, "output": output_items(outcome.messages, final), "usage": outcome.usage.public(),
     }
     save = _Saver(ctx, response_id, parsed.store, parsed.conversation, instructions, session_id)
-    await save(data, stored_history(history, user_message, outcome.messages))
+    await save.completed(data, history, user_message, outcome.messages)
     return HermesJSONResponse(data, headers=identity_headers(session_id, key))
 
 

@@ -18,13 +18,16 @@ from hermes_server.chat.runs import APPROVAL_CHOICES, RunSpec, run_in_background
 from hermes_server.chat.slots import Admission
 from hermes_server.context import AppContext
 from hermes_server.domain.openai_messages import request_bool
+from hermes_server.domain.response_history import model_turn
 from hermes_server.domain.run_input import parse_run_input
+from hermes_server.domain.titles import has_lone_surrogate
 from hermes_server.http.auth import check_bearer, session_key
 from hermes_server.http.body import read_json_object
-from hermes_server.http.errors import ApiError
+from hermes_server.http.errors import ApiError, invalid_field
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Operation, Route
 from hermes_server.http.sse import KEEPALIVE_FRAME, data_frame, sse_response
+from hermes_server.routes.common import crashing_non_object
 
 STREAM_CLOSED_FRAME = b": stream closed\n\n"
 # A subscriber may come a moment before its run is registered: the events route waits this long.
@@ -52,11 +55,15 @@ async def submit_run(request: Request, ctx: AppContext) -> Response:
 
 async def _submit(request: Request, ctx: AppContext, key: str | None, admission: Admission) -> Response:
     settings = ctx.settings
-    body = await read_json_object(request, settings.max_request_bytes, invalid=_invalid_json)
+    body = await read_json_object(request, settings.max_request_bytes, crashing_non_object, _invalid_json)
     parsed = parse_run_input(body, settings.model_name)
     history, stored_session, instructions = parsed.history, None, parsed.instructions
     if not history and parsed.previous_response_id:
-        stored = await ctx.response_store.get(parsed.previous_response_id)
+        previous = parsed.previous_response_id
+        if isinstance(previous, str) and has_lone_surrogate(previous):  # 0.19.0 fails looking it up
+            raise invalid_field("previous_response_id",
+                                "Invalid value for 'previous_response_id': text must be valid Unicode")
+        stored = await ctx.response_store.get(previous)
         if stored is not None:  # an unknown previous_response_id is ignored, as upstream does
             history = list(stored.get("conversation_history") or [])
             stored_session = stored.get("session_id")
@@ -64,10 +71,11 @@ async def _submit(request: Request, ctx: AppContext, key: str | None, admission:
                 instructions = stored.get("instructions")
     if not history:
         history = parsed.earlier
+    history, prompt = model_turn(history, parsed.user_message)
     run_id = f"run_{ctx.ids.hex(32)}"
     session_id = parsed.session_id or stored_session or run_id
     live = ctx.runs.register(run_id, session_id, parsed.model)
-    spec = RunSpec(run_id, session_id, parsed.user_message, history, instructions, key, request.scope)
+    spec = RunSpec(run_id, session_id, parsed.user_message, history, instructions, key, request.scope, prompt)
     admission.release()
     live.task = ctx.turns.spawn(run_in_background(ctx, ctx.runs, spec, live))
     return HermesJSONResponse({"run_id": run_id, "status": "started"}, 202,
@@ -144,7 +152,7 @@ async def answer_approval(request: Request, ctx: AppContext) -> Response:
     run_id = request.path_params["run_id"]
     if run_id not in ctx.runs.statuses:
         raise run_not_found(run_id)
-    body = await read_json_object(request, ctx.settings.max_request_bytes, invalid=_invalid_json)
+    body = await read_json_object(request, ctx.settings.max_request_bytes, crashing_non_object, _invalid_json)
     choice = _choice(body)
     every = request_bool(body.get("all")) or request_bool(body.get("resolve_all"))
     resolved = ctx.runs.respond(run_id, choice, every)
