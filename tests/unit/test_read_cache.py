@@ -59,6 +59,7 @@ def test_unknown_counter_or_zero_budget_always_builds() -> None:
 
 
 def test_identical_misses_share_one_build() -> None:
+    """Five misses of one key at once: the first builds, the others find its answer."""
     async def scenario() -> None:
         reads, _ = cache()
         calls: list[bytes] = []
@@ -81,7 +82,7 @@ def test_a_build_started_under_an_old_state_is_not_kept() -> None:
     asyncio.run(scenario())
 
 
-def test_failures_reach_every_waiter_and_are_not_kept() -> None:
+def test_failures_are_not_kept_and_each_waiter_tries_itself() -> None:
     async def scenario() -> None:
         reads, _ = cache()
 
@@ -90,7 +91,7 @@ def test_failures_reach_every_waiter_and_are_not_kept() -> None:
             raise LookupError("gone")
 
         results = await asyncio.gather(*(reads.get("k", failing) for _ in range(3)), return_exceptions=True)
-        assert all(isinstance(r, LookupError) for r in results)
+        assert [type(r) for r in results] == [LookupError] * 3
         calls: list[bytes] = []
         assert await reads.get("k", builder(b"now", calls)) == b"now"
     asyncio.run(scenario())
@@ -108,6 +109,26 @@ def test_a_cancelled_builder_leaves_its_waiters_to_build_their_own() -> None:
         assert await second == b"second"
         with pytest.raises(asyncio.CancelledError):
             await first
+    asyncio.run(scenario())
+
+
+def test_builds_of_one_key_never_overlap_and_each_sees_a_fresh_state() -> None:
+    """With a commit between them, waiters build again, one after the other (never side by side)."""
+    async def scenario() -> None:
+        reads, db = cache()
+        running, overlaps, calls = [0], [0], []
+
+        async def build() -> bytes:
+            running[0] += 1
+            overlaps[0] = max(overlaps[0], running[0])
+            await asyncio.sleep(0.01)
+            db.value = (db.value or 0) + 1  # each build is followed by a commit
+            running[0] -= 1
+            calls.append(1)
+            return b"v"
+
+        await asyncio.gather(*(reads.get("k", build) for _ in range(4)))
+        assert overlaps[0] == 1 and len(calls) == 4
     asyncio.run(scenario())
 
 
