@@ -52,6 +52,7 @@ BAD_VALUES: dict[str, list[str]] = {
     "agent_delay": ["-1", "inf", "a while"],
     "max_concurrent_runs": ["-1", "ten"],
     "herm_run_window_seconds": ["0", "inf", "a minute"],
+    "read_cache_mb": ["-1", "4097", "lots"],
 }
 # Checked elsewhere or free-form: the home (readiness reports an unusable one), the keys
 # (the key policy in test_cli.py and tests/hermrun) and switches (their environment values, below).
