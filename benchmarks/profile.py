@@ -47,6 +47,15 @@ def thread_cpu(pid: int) -> dict[int, tuple[int, int]]:
     return ticks
 
 
+def py_spy() -> str:
+    """py-spy beside this Python (a venv's bin) or on PATH; a one-line refusal without it."""
+    beside = Path(sys.executable).parent / "py-spy"
+    found = str(beside) if beside.is_file() else shutil.which("py-spy")
+    if found is None:
+        raise SystemExit("bench: --py-spy needs py-spy (pip install py-spy)")
+    return found
+
+
 def top_frames(collapsed: Path, count: int = 25) -> list[tuple[float, str]]:
     """The frames most often on the stack (inclusive), as shares of all samples."""
     inclusive: collections.Counter[str] = collections.Counter()
@@ -76,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gil", action="store_true", help="py-spy: only samples holding the GIL")
     args = parser.parse_args(args_in)
     workload = select([args.route])[0]
+    spy_path = py_spy() if args.py_spy else None
     work = Path(tempfile.mkdtemp(prefix="hermes-profile-"))
     home = work / "home"
     dataset.copy_to(dataset.cached(args.size), home)
@@ -84,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         ids = sample_ids(args.size, spread=workload.ids == EVERY)
         spy = None
         if args.py_spy:
-            record = ["py-spy", "record", "-p", str(server.pid), "-d", str(max(1, int(args.seconds) - 1)),
+            record = [str(spy_path), "record", "-p", str(server.pid), "-d", str(max(1, int(args.seconds) - 1)),
                       "-r", "500", "-f", "raw", "-o", str(args.py_spy), "--threads"]
             record += ["--native"] if args.native else ["--nonblocking"]
             record += ["--gil"] if args.gil else []
