@@ -47,7 +47,7 @@ test: $(STAMP) $(UPSTREAM_STAMP)
 test-container: $(STAMP)
 	HERMES_CONTAINER_BASE=$(CONTAINER_BASE) $(BIN)/python -m pytest -q -rs tests/test_container_docker.py
 
-# Full run (about 15 minutes; installs wrk via apt-get when root). Short: make bench BENCH_ARGS=--quick
+# Full run (about 17 minutes; installs wrk via apt-get when root). Short: make bench BENCH_ARGS=--quick
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
 
