@@ -70,8 +70,9 @@ def _wait_health(url: str, process: subprocess.Popen | None, log: Path, seconds:
     raise RuntimeError(f"{url} did not come up; see {log}")
 
 
-def _spawn(args: list[str], log: Path) -> subprocess.Popen:
+def _spawn(args: list[str], log: Path, extra_env: dict[str, str] | None = None) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("API_SERVER_", "HERMES_"))}
+    env.update(extra_env or {})
     with open(log, "wb") as out:
         return subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO)
 
