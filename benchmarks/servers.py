@@ -56,7 +56,7 @@ class Server:
                 self.process.wait(5)
 
 
-def _wait_health(url: str, process: subprocess.Popen | None, log: Path, seconds: float = 60.0) -> None:
+def wait_health(url: str, process: subprocess.Popen | None, log: Path, seconds: float = 60.0) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if process is not None and process.poll() is not None:
@@ -70,7 +70,7 @@ def _wait_health(url: str, process: subprocess.Popen | None, log: Path, seconds:
     raise RuntimeError(f"{url} did not come up; see {log}")
 
 
-def _spawn(args: list[str], log: Path, extra_env: dict[str, str] | None = None) -> subprocess.Popen:
+def spawn(args: list[str], log: Path, extra_env: dict[str, str] | None = None) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("API_SERVER_", "HERMES_"))}
     env.update(extra_env or {})
     with open(log, "wb") as out:
@@ -83,10 +83,10 @@ def start_hermes(home: Path, port: int, *extra: str) -> Server:
     Upstream, as the oracle runs it, also writes an access line per request.
     """
     log = home.parent / f"{home.name}.log"
-    process = _spawn([sys.executable, "-m", "hermes_server", "serve", "--home", str(home), "--host", "127.0.0.1",
+    process = spawn([sys.executable, "-m", "hermes_server", "serve", "--home", str(home), "--host", "127.0.0.1",
                       "--port", str(port), "--api-key", HERMES_KEY, *extra], log)
     url = f"http://127.0.0.1:{port}"
-    _wait_health(url, process, log)
+    wait_health(url, process, log)
     return Server("hermes-server", url, HERMES_KEY, process.pid, process=process)
 
 
@@ -112,7 +112,7 @@ def start_ceiling(answers: dict[str, dict[str, object]], work: Path, port: int) 
     path = work / f"ceiling-{port}.json"
     path.write_text(json.dumps(answers), encoding="utf-8")
     log = work / f"ceiling-{port}.log"
-    process = _spawn([sys.executable, "-m", "benchmarks.ceiling", str(path), str(port)], log)
+    process = spawn([sys.executable, "-m", "benchmarks.ceiling", str(path), str(port)], log)
     url = f"http://127.0.0.1:{port}"
-    _wait_health(url, process, log)
+    wait_health(url, process, log)
     return Server("ceiling", url, None, process.pid, process=process)

@@ -71,9 +71,10 @@ _floor: _Floor | None = None
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     global _floor
     if scope["type"] == "lifespan":
-        while (message := await receive())["type"] != "lifespan.shutdown":
-            _floor = _Floor()
-            await send({"type": "lifespan.startup.complete"})
+        await receive()  # startup
+        _floor = _Floor()
+        await send({"type": "lifespan.startup.complete"})
+        await receive()  # shutdown
         await send({"type": "lifespan.shutdown.complete"})
         return
     assert _floor is not None
@@ -97,11 +98,11 @@ def _start(kind: str, home: Path) -> servers.Server:
     if kind == "hermes-server":
         return servers.start_hermes(home, PORT)
     log = home.parent / f"{kind}.log"
-    process = servers._spawn([sys.executable, "-m", "uvicorn", "benchmarks.write_floor:app", "--port", str(PORT),
+    process = servers.spawn([sys.executable, "-m", "uvicorn", "benchmarks.write_floor:app", "--port", str(PORT),
                               "--log-level", "warning", "--no-access-log"], log,
                              extra_env={"WRITE_FLOOR_DB": str(home / "state.db"),
                                         "WRITE_FLOOR_ON_LOOP": "1" if kind == "floor, on the loop" else "0"})
-    servers._wait_health(f"http://127.0.0.1:{PORT}", process, log)
+    servers.wait_health(f"http://127.0.0.1:{PORT}", process, log)
     return servers.Server(kind, f"http://127.0.0.1:{PORT}", None, process.pid, process=process)
 
 

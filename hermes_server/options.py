@@ -109,22 +109,23 @@ def whole(minimum: int, maximum: int | None = None) -> Parser:
     return parse
 
 
-def positive(value: str) -> float:
+def _number_of_seconds(value: str) -> float:
     try:
-        number = float(value)
+        return float(value)
     except ValueError:
         raise OptionError(f"must be a number of seconds, got {value!r}") from None
+
+
+def positive(value: str) -> float:
+    number = _number_of_seconds(value)
     if not number > 0 or math.isinf(number):
         raise OptionError(f"must be greater than 0 and finite, got {value!r}")
     return number
 
 
 def seconds(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        raise OptionError(f"must be a number of seconds, got {value!r}") from None
-    if not number >= 0 or number == float("inf"):
+    number = _number_of_seconds(value)
+    if not number >= 0 or math.isinf(number):
         raise OptionError("must be a finite number of seconds, 0 or more")
     return number
 

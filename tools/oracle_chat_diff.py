@@ -42,6 +42,7 @@ from oracle_common import (
     Answer,
     Workbench,
     command_line,
+    decoded_body,
     exchange,
     js,
     mask_agent_value,
@@ -136,10 +137,7 @@ class Normaliser:
             shape.update({h: answer.headers.get(h) for h in SSE_HEADERS})
             shape["events"] = self.stream(answer.body)
         else:
-            try:
-                shape["body"] = self.value(None, json.loads(answer.body))
-            except ValueError:
-                shape["body"] = answer.body.decode("utf-8", "replace")
+            shape["body"] = decoded_body(answer.body, self.value)
         return shape
 
 

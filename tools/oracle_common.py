@@ -52,6 +52,16 @@ def js(value: Any) -> bytes:
     return json.dumps(value).encode()
 
 
+def decoded_body(body: bytes, mask: Callable[[str | None, Any], Any] = lambda key, value: value) -> Any:
+    """A JSON body, parsed and passed through `mask(None, value)` (the tool's normalisation);
+    any other body as its text."""
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return body.decode("utf-8", "replace")
+    return mask(None, parsed)
+
+
 def command_line(description: str) -> argparse.ArgumentParser:
     """The options every comparison takes (a tool may add its own)."""
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -46,6 +46,7 @@ from oracle_common import (
     Answer,
     Workbench,
     command_line,
+    decoded_body,
     exchange,
     js,
     mask_agent_value,
@@ -123,10 +124,7 @@ def shape(answer: Answer) -> dict[str, Any]:
     if answer.headers.get("content-type") == "text/event-stream":
         result["stream"] = stream_shape(answer.body)
     else:
-        try:
-            result["body"] = value(None, json.loads(answer.body))
-        except ValueError:
-            result["body"] = answer.body.decode("utf-8", "replace")
+        result["body"] = decoded_body(answer.body, value)
     return result
 
 

@@ -51,7 +51,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 from urllib.parse import quote
 
-from oracle_common import KEY, ORACLE_DIR, ORACLE_PY, SECURITY_HEADER, Workbench, command_line, exchange, js, rebased
+from oracle_common import (KEY, ORACLE_DIR, ORACLE_PY, SECURITY_HEADER, Workbench, command_line, decoded_body,
+                           exchange, js, rebased)
 
 # Three pairs of servers: with the key, without any key, and over a state.db that cannot be opened.
 PORTS = rebased({("oracle", "key"): 18800, ("oracle", "nokey"): 18802, ("oracle", "broken"): 18804,
@@ -414,10 +415,7 @@ class Answer:
     body: bytes
 
     def shape(self) -> tuple[int, Any]:
-        try:
-            return self.status, json.loads(self.body)
-        except ValueError:
-            return self.status, self.body.decode("utf-8", "replace")
+        return self.status, decoded_body(self.body)
 
 
 def send(port: int, case: Case, key: str | None) -> Answer:

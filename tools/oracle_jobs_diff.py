@@ -34,6 +34,7 @@ from oracle_common import (
     Answer,
     Workbench,
     command_line,
+    decoded_body,
     exchange,
     js,
     mask_agent_value,
@@ -122,10 +123,7 @@ class Normaliser:
         if ctype == "text/event-stream":
             shape["events"] = self.stream(answer.body)
         else:
-            try:
-                shape["body"] = self.value(None, json.loads(answer.body))
-            except ValueError:
-                shape["body"] = answer.body.decode("utf-8", "replace")
+            shape["body"] = decoded_body(answer.body, self.value)
         return shape
 
 

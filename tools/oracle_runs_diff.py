@@ -46,6 +46,7 @@ from oracle_common import (
     Answer,
     Workbench,
     command_line,
+    decoded_body,
     exchange,
     js,
     print_differences,
@@ -194,10 +195,7 @@ class Side:
             shape.update({h: answer.headers.get(h) for h in SSE_HEADERS})
             shape["events"] = self.events(answer.body)
         else:
-            try:
-                shape["body"] = self.value(None, json.loads(answer.body))
-            except ValueError:
-                shape["body"] = answer.body.decode("utf-8", "replace")
+            shape["body"] = decoded_body(answer.body, self.value)
         return shape
 
 

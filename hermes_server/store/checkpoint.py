@@ -68,7 +68,7 @@ class Checkpointer:
     def catch_up(self, writer: sqlite3.Connection) -> None:
         """Writer thread, between transactions: copy the rest, so the next commit starts the WAL over."""
         self.catch_up_due = False
-        self._checkpoint(writer)
+        self._checkpoint(writer)  # its length is still the old one: the WAL starts over at the next commit
 
     def stop(self) -> None:
         """Stop the thread (the writer then checkpoints the rest itself as it closes)."""
@@ -89,21 +89,23 @@ class Checkpointer:
                 self._pending = 0
                 if conn is None:
                     conn = self._connect(self.path)
-                self._checkpoint(conn)
+                wal_frames = self._checkpoint(conn)
+                self.catch_up_due = wal_frames is not None and wal_frames > MAX_WAL_FRAMES
         finally:
             if conn is not None:
                 conn.close()
 
-    def _checkpoint(self, conn: sqlite3.Connection) -> None:
+    def _checkpoint(self, conn: sqlite3.Connection) -> int | None:
+        """A PASSIVE checkpoint; the WAL's length in pages when it began (commits made during its
+        fsync came after), or None when it failed."""
         try:
-            # The WAL's length when the checkpoint began: commits made during its fsync came after.
             wal_frames = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1]
-            self.catch_up_due = wal_frames > MAX_WAL_FRAMES
         except sqlite3.Error as exc:  # full disk, I/O error: the next one tries again; said once
             if not self._failing:
                 log.warning("WAL checkpoint failed (retried after the next commits): %s", exc)
             self._failing = True
-            return
+            return None
         if self._failing:
             log.info("WAL checkpoints work again")
         self._failing = False
+        return int(wal_frames)

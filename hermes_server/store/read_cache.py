@@ -67,18 +67,20 @@ class ReadCache:
         """
         if not self.budget:
             return await build()
-        _, hit = self._lookup(key)
+        version, hit = self._lookup(key)
         if hit is not None:
             return hit
         turn = self._turns.setdefault(key, _Turn())
         turn.users += 1
         try:
+            waited = turn.lock.locked()
             async with turn.lock:
-                # Looked up again: the build this request waited for may have answered it,
-                # and the counter read now is later than the request, so as good as fresh.
-                version, hit = self._lookup(key)
-                if hit is not None:
-                    return hit
+                if waited:
+                    # Looked up again: the build this request waited for may have answered it,
+                    # and the counter read now is later than the request, so as good as fresh.
+                    version, hit = self._lookup(key)
+                    if hit is not None:
+                        return hit
                 value = await build()
                 if version is not None:
                     self._keep(key, version, value)
