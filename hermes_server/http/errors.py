@@ -139,6 +139,11 @@ def invalid_field(param: str, message: str) -> Deviation:
     return Deviation("bad_input_500", ApiError(400, message, None, param))
 
 
+def crashing_non_object() -> Deviation:
+    """D6: a body that is not a JSON object where 0.19.0's handler crashes on it (its bare 500)."""
+    return Deviation("bad_input_500", not_an_object())
+
+
 def server_error(message: str = "Internal server error") -> ApiError:
     """D5: an exception inside the agent gets the standard envelope, type server_error."""
     return ApiError(500, message, None, None, type_="server_error")

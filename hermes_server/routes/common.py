@@ -11,8 +11,7 @@ from urllib.parse import parse_qsl
 from starlette.requests import Request
 
 from hermes_server.context import AppContext
-from hermes_server.domain.quirks import Deviation
-from hermes_server.http.errors import not_an_object, session_not_found
+from hermes_server.http.errors import session_not_found
 from hermes_server.store import sessions
 
 # Chat reads X-Hermes-Session-Key and answers with X-Hermes-Session-Id, so serving it
@@ -27,11 +26,6 @@ async def existing_session(ctx: AppContext, session_id: str) -> dict[str, Any]:
     if row is None:
         raise session_not_found(session_id)
     return row
-
-
-def crashing_non_object() -> Deviation:
-    """D6: a body that is not a JSON object where 0.19.0's handler crashes on it (its bare 500)."""
-    return Deviation("bad_input_500", not_an_object())
 
 
 def identity_headers(session_id: str, key: str | None) -> dict[str, str]:

@@ -40,13 +40,13 @@ from hermes_server.domain.openai_messages import (
 from hermes_server.domain.redact import redact
 from hermes_server.http.auth import check_bearer, raw_header, session_key
 from hermes_server.http.body import read_json_object
-from hermes_server.http.errors import ApiError
+from hermes_server.http.errors import ApiError, crashing_non_object
 from hermes_server.domain.usage import Usage
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Operation, Route
 from hermes_server.http.sse import EventQueue, data_frame, event_frame, sse_response
 from hermes_server.openapi.schemas import AUTH_ERRORS, BODY_ERRORS
-from hermes_server.routes.common import CHAT_HEADER_FEATURES, crashing_non_object, identity_headers
+from hermes_server.routes.common import CHAT_HEADER_FEATURES, identity_headers
 
 log = logging.getLogger("hermes_server.chat")
 

@@ -28,11 +28,11 @@ from hermes_server.domain.response_input import fingerprint, output_items, parse
 from hermes_server.domain.titles import has_lone_surrogate
 from hermes_server.http.auth import check_bearer, session_key
 from hermes_server.http.body import read_json_object
-from hermes_server.http.errors import ApiError
+from hermes_server.http.errors import ApiError, crashing_non_object
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Operation, Route
 from hermes_server.http.sse import EventQueue, event_frame, sse_response
-from hermes_server.routes.common import crashing_non_object, identity_headers
+from hermes_server.routes.common import identity_headers
 
 log = logging.getLogger("hermes_server.chat")
 

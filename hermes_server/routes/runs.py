@@ -23,11 +23,10 @@ from hermes_server.domain.run_input import parse_run_input
 from hermes_server.domain.titles import has_lone_surrogate
 from hermes_server.http.auth import check_bearer, session_key
 from hermes_server.http.body import read_json_object
-from hermes_server.http.errors import ApiError, invalid_field
+from hermes_server.http.errors import ApiError, crashing_non_object, invalid_field
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Operation, Route
 from hermes_server.http.sse import KEEPALIVE_FRAME, data_frame, sse_response
-from hermes_server.routes.common import crashing_non_object
 
 STREAM_CLOSED_FRAME = b": stream closed\n\n"
 # A subscriber may come a moment before its run is registered: the events route waits this long.
