@@ -9,7 +9,7 @@ export HERMES_HOME
 UPSTREAM_VENV := .venv-upstream
 UPSTREAM_STAMP := $(UPSTREAM_VENV)/.installed
 
-.PHONY: serve cli test test-container bench clean
+.PHONY: serve cli lint test test-container bench clean
 # `make serve PORT=9000 HOST=0.0.0.0`: passed on as --port/--host (else API_SERVER_PORT/HOST or 8642/127.0.0.1).
 PORT ?=
 HOST ?=
@@ -37,6 +37,11 @@ $(UPSTREAM_STAMP):
 	$(UPSTREAM_VENV)/bin/pip install -q --disable-pip-version-check 'hermes-agent==0.19.0'
 	$(UPSTREAM_VENV)/bin/python -c 'import hermes_state'
 	touch $@
+
+# Static checks, configured in pyproject.toml ([tool.ruff], [tool.mypy]); .ci/run runs them before the tests.
+lint: $(STAMP)
+	$(BIN)/ruff check hermes_server tests tools benchmarks
+	$(BIN)/mypy
 
 test: $(STAMP) $(UPSTREAM_STAMP)
 	HERMES_UPSTREAM_VENV=$(CURDIR)/$(UPSTREAM_VENV) $(BIN)/python -m pytest -q

@@ -47,7 +47,8 @@ def _ask(client: httpx.Client, call: Call, path: str, body: str | None) -> Answe
     reply = client.request(call.method, path, content=None if body is None else body.encode("utf-8"))
     headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in reply.headers.raw
                if k.decode("latin-1").lower() not in TRANSPORT_HEADERS]
-    return Answer(call.method, call.path.split("?", 1)[0], path, body, reply.status_code, headers, reply.content.decode("latin-1"))
+    return Answer(call.method, call.path.split("?", 1)[0], path, body, reply.status_code, headers,
+                  reply.content.decode("latin-1"))
 
 
 def _client(url: str, key: str | None) -> httpx.Client:

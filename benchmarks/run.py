@@ -155,7 +155,8 @@ class Bench:
                             cell["cycle_rps"], cell["rps"] = cell["rps"], round(result.rps * route.share, 1)
                         self.log(f"  {size:>7} {route.name:<16} c={connections:<3} {server.name:<14} "
                                  f"{cell['rps']:9.1f} req/s  p50 {result.p50_ms:8.2f} ms  p99 {result.p99_ms:8.2f} ms"
-                                 + (f"  ERRORS {result.errors}+{result.bad_status}" if result.errors or result.bad_status else ""))
+                                 + (f"  ERRORS {result.errors}+{result.bad_status}"
+                                    if result.errors or result.bad_status else ""))
                     per_route[route.name][str(connections)] = row
             self.results["sizes"][str(size)] = {"upstream": with_upstream, "routes": per_route,
                                                 "ceiling_answers": len(answers)}
@@ -176,11 +177,11 @@ class Bench:
                 peak = [before]
                 stop = threading.Event()
 
-                def sample() -> None:
+                def sample(server: servers.Server, peak: list[int], stop: threading.Event) -> None:
                     while not stop.wait(0.2):
                         peak.append(server.rss_kb()[0])
 
-                sampler = threading.Thread(target=sample, daemon=True)
+                sampler = threading.Thread(target=sample, args=(server, peak, stop), daemon=True)
                 sampler.start()
                 result = self.drive(server, mix, ids, 32, self.args.soak_seconds)
                 stop.set()

@@ -8,7 +8,8 @@ on 1k, say) is checked on the size it has, and the row says which.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 RATIO_SIZE = "10000"
 Row = tuple[str, str, bool | None]

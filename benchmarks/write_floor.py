@@ -59,7 +59,7 @@ class _Floor:
             cursor = conn.cursor()
             cursor.row_factory = None
             cursor.execute("SELECT * FROM sessions WHERE id = ?", (session_id,))
-            row = dict(zip([c[0] for c in cursor.description], cursor.fetchone()))
+            row = dict(zip([c[0] for c in cursor.description], cursor.fetchone(), strict=True))
         finally:
             conn.execute("COMMIT")
         return row

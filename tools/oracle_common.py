@@ -22,9 +22,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Collection, Iterable
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 ORACLE_DIR = Path(os.environ.get("HERMES_ORACLE_DIR", REPO.parent / "shared" / "oracle"))

@@ -46,13 +46,24 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 from urllib.parse import quote
 
-from oracle_common import (KEY, ORACLE_DIR, ORACLE_PY, SECURITY_HEADER, Workbench, command_line, decoded_body,
-                           exchange, js, rebased)
+from oracle_common import (
+    KEY,
+    ORACLE_DIR,
+    ORACLE_PY,
+    SECURITY_HEADER,
+    Workbench,
+    command_line,
+    decoded_body,
+    exchange,
+    js,
+    rebased,
+)
 
 # Three pairs of servers: with the key, without any key, and over a state.db that cannot be opened.
 PORTS = rebased({("oracle", "key"): 18800, ("oracle", "nokey"): 18802, ("oracle", "broken"): 18804,
@@ -86,7 +97,7 @@ class Case:
     ours: tuple[int, Any] | None = None  # hermes-server's declared answer for a deviation
     # Sent to the oracle only, after this case, to undo state that a deviation created there
     # (so later list answers stay comparable).
-    oracle_cleanup: list["Case"] = field(default_factory=list)
+    oracle_cleanup: list[Case] = field(default_factory=list)
 
 
 def build_cases() -> list[Case]:
@@ -463,7 +474,7 @@ def seed(home: Path) -> None:
 def seed_extra(home: Path) -> None:
     """Runs under the oracle's Python: rows for preview, multimodal and resolution edge cases."""
     os.environ["HERMES_HOME"] = str(home)
-    from hermes_state import SessionDB  # noqa: PLC0415 - only importable in the oracle venv
+    from hermes_state import SessionDB  # imported here: only importable in the oracle venv
 
     db = SessionDB(db_path=home / "state.db")
 

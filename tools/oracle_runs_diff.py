@@ -260,8 +260,8 @@ def build_steps() -> list[Step]:
     add("stopped run events", "GET", "/v1/runs/{s1}/events", slow=True)
     add("cancelled status", "GET", "/v1/runs/{s1}", slow=True, wait=status)
     add("stopped run messages", "GET", "/api/sessions/{s1}/messages", slow=True)
-    post("slowly streamed run", "/v1/runs", {"input": "stream slowly please, with many more words [[chunkdelay=0.4]]"}, slow=True, capture="s2",
-         pause=1.6)
+    post("slowly streamed run", "/v1/runs", {"input": "stream slowly please, with many more words [[chunkdelay=0.4]]"},
+         slow=True, capture="s2", pause=1.6)
     post("stop mid-stream", "/v1/runs/{s2}/stop", None, slow=True)
     add("mid-stream stop events", "GET", "/v1/runs/{s2}/events", slow=True)
     add("mid-stream stop session", "GET", "/api/sessions/{s2}", slow=True, wait=None)

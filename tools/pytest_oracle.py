@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from oracle_common import ORACLE_DIR, stop_oracle
 
+from oracle_common import ORACLE_DIR, stop_oracle
 from tests.support.server import KEY, RunningServer
 
 _PORTS = itertools.count(18830, 2)

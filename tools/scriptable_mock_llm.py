@@ -40,7 +40,8 @@ def _text(content):
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") in ("text", "input_text"))
+        return " ".join(str(p.get("text", "")) for p in content
+                        if isinstance(p, dict) and p.get("type") in ("text", "input_text"))
     return "" if content is None else str(content)
 
 
@@ -90,7 +91,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self):
         if self.path.split("?")[0].rstrip("/") in ("/v1/models", "/models"):
-            return self._json(200, {"object": "list", "data": [{"id": MODEL_ID, "object": "model", "created": 1700000000, "owned_by": "mock", "context_length": 131072}]})
+            model = {"id": MODEL_ID, "object": "model", "created": 1700000000, "owned_by": "mock", "context_length": 131072}
+            return self._json(200, {"object": "list", "data": [model]})
         return self._json(200 if self.path in ("/", "/health") else 404, {"status": "ok"})
 
     def do_POST(self):
@@ -112,7 +114,8 @@ class Handler(BaseHTTPRequestHandler):
             if reasoning:
                 msg["reasoning_content"] = reasoning
             if tool:
-                msg["tool_calls"] = [{"id": tool["id"], "type": "function", "function": {"name": tool["name"], "arguments": tool["arguments"]}}]
+                function = {"name": tool["name"], "arguments": tool["arguments"]}
+                msg["tool_calls"] = [{"id": tool["id"], "type": "function", "function": function}]
             return self._json(200, {"id": cid, "object": "chat.completion", "created": 1700000000, "model": MODEL_ID,
                                     "choices": [{"index": 0, "finish_reason": finish, "message": msg}], "usage": usage})
         self.send_response(200)
@@ -132,7 +135,8 @@ class Handler(BaseHTTPRequestHandler):
         chunk({"role": "assistant", "content": ""})
         if reasoning:
             chunk({"reasoning_content": reasoning})
-        m = re.search(r"\[\[chunkdelay=([0-9.]+)\]\]", _text([x for x in messages if x.get("role") == "user"][-1].get("content")) if any(x.get("role") == "user" for x in messages) else "")
+        users = [x for x in messages if x.get("role") == "user"]
+        m = re.search(r"\[\[chunkdelay=([0-9.]+)\]\]", _text(users[-1].get("content")) if users else "")
         chunk_delay = float(m.group(1)) if m else 0.0
         if content:
             for i, w in enumerate(content.split(" ")):

@@ -9,8 +9,9 @@ persistence guarantees hold whichever agent is configured.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, AsyncIterator, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from hermes_server.domain.content import UserMessage
 from hermes_server.domain.thinking import thinking_text

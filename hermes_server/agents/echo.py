@@ -10,7 +10,7 @@ turn's one `_thinking` progress, as upstream's agent reports the content of its 
 
 from __future__ import annotations
 
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 
 from hermes_server.agents.base import (
     AgentEvent,

@@ -13,7 +13,8 @@ AgentError with a short message: a 500 on `/chat`, an `error` event on the strea
 from __future__ import annotations
 
 import json
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
 

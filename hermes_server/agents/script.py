@@ -36,9 +36,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 from hermes_server.agents.base import (
     AgentError,
@@ -52,8 +53,8 @@ from hermes_server.agents.base import (
     thinking,
     word_deltas,
 )
-from hermes_server.domain.usage import Usage
 from hermes_server.domain.content import message_text
+from hermes_server.domain.usage import Usage
 
 _STEP_KINDS = ("delta", "sleep", "reasoning", "tool", "fail")
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens")

@@ -9,7 +9,8 @@ it only calls this protocol, with the scope of the request concerned.
 
 from __future__ import annotations
 
-from typing import Any, AsyncIterator, Mapping, Protocol
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Protocol
 
 Scope = Mapping[str, Any]
 

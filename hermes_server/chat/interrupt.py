@@ -13,7 +13,7 @@ ends; here too the stream is let run until that tool event.
 from __future__ import annotations
 
 import asyncio
-from typing import AsyncIterator
+from collections.abc import AsyncIterator
 
 from hermes_server.agents.base import AgentEvent
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Protocol
 
 from hermes_server.agents.base import (
     SYSTEM_PROMPT,
-    assistant_message,
     Agent,
     AgentError,
     AgentEvent,
@@ -27,6 +27,7 @@ from hermes_server.agents.base import (
     Delta,
     TurnRequest,
     TurnResult,
+    assistant_message,
 )
 from hermes_server.chat.hooks import Hooks
 from hermes_server.chat.interrupt import Stop, TurnStopped, held, stoppable

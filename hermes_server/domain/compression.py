@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Callable
+from collections.abc import Callable
 
 # A turn adds at least the user row and the final assistant row.
 TURN_MESSAGES = 2

@@ -7,8 +7,8 @@ what an HTTP answer looks like and no route converts an error itself.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 
 class DatabaseUnavailable(Exception):

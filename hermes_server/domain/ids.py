@@ -11,7 +11,8 @@ import random
 import re
 import unicodedata
 import uuid
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from hermes_server.domain.titles import has_lone_surrogate
 

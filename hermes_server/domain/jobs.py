@@ -14,8 +14,9 @@ purpose.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any
 
 from hermes_server.domain import job_guard, schedules
 

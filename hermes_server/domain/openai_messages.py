@@ -79,7 +79,8 @@ class Conversation:
 
     @property
     def user_message(self) -> UserMessage:
-        return self.turns[-1]["content"]
+        content: UserMessage = self.turns[-1]["content"]  # normalised to text or parts by the validation
+        return content
 
     @property
     def history(self) -> list[dict[str, Any]]:

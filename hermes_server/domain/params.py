@@ -39,7 +39,7 @@ class ListQuery:
     include_children: bool = False
 
     @classmethod
-    def parse(cls, first: dict[str, str]) -> "ListQuery":
+    def parse(cls, first: dict[str, str]) -> ListQuery:
         """Build from the first value of each query parameter."""
         return cls(
             limit=nonnegative_int(first.get("limit"), DEFAULT_LIMIT, MAX_LIMIT),

@@ -7,7 +7,8 @@ reduced to `has_system_prompt` / `has_model_config`.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 SESSION_KEYS = (
     "id", "source", "user_id", "model", "title", "started_at", "ended_at",

@@ -7,7 +7,8 @@ gateway state. These rules are pure so they can be tested without a server.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 OK = "ok"
 DEGRADED = "degraded"

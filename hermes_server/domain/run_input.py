@@ -9,8 +9,9 @@ non-object) is a 400 naming the field here (docs/differences.md, D6).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from hermes_server.domain.openai_messages import MessagesError
 

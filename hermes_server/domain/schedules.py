@@ -86,7 +86,7 @@ def next_run(schedule: Any, now: datetime) -> str | None:
             return None
         try:
             moment = _aware(datetime.fromisoformat(run_at), now)
-        except Exception:  # an unreadable hand-edited value means "never", as Hermes reads it
+        except Exception:  # noqa: BLE001 - an unreadable hand-edited value means "never", as Hermes reads it
             return None
         return run_at if moment >= now - timedelta(seconds=ONESHOT_GRACE_SECONDS) else None
     if kind == "interval":
@@ -114,7 +114,7 @@ class CronExpression:
             raise ValueError("Exactly 5, 6 or 7 columns has to be specified for iterator expression.")
         self.fields: list[set[int]] = []
         self.restricted: list[bool] = []
-        for column, (low, high) in zip(columns, _RANGES):
+        for column, (low, high) in zip(columns, _RANGES, strict=False):  # the optional columns may be absent
             self.fields.append(self._field(column, low, high, expr))
             self.restricted.append(column != "*")
         if 7 in self.fields[4]:

@@ -8,7 +8,7 @@ ids and other stored fields are refused with a 400 instead of a 500 (D6).
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 MAX_TITLE_LENGTH = 100
 

@@ -6,8 +6,8 @@ import json
 import sqlite3
 from typing import Any
 
-from hermes_server.domain.projection import decode_content, decode_tool_calls, encode_content
 from hermes_server.domain.errors import SessionGone
+from hermes_server.domain.projection import decode_content, decode_tool_calls, encode_content
 from hermes_server.domain.titles import scrub_surrogates
 from hermes_server.store import lineage
 from hermes_server.store.db import fetch_dicts, loop_read
@@ -90,7 +90,8 @@ def append_message(
         " tool_call_count = tool_call_count + ? WHERE id = ?",
         (tool_call_weight(tool_calls), session_id),
     )
-    return int(cur.lastrowid)
+    assert cur.lastrowid is not None  # set by every INSERT; the assert only narrows the type
+    return cur.lastrowid
 
 
 _COPY_COLUMNS = (
@@ -138,7 +139,7 @@ def copy_active_messages(conn: sqlite3.Connection, source_id: str, target_id: st
     ).fetchall()
     conn.execute("DELETE FROM messages WHERE session_id = ?", (target_id,))
     decoded_calls = [decode_tool_calls(row["tool_calls"]) for row in rows]
-    copies = [_copied_row(row, calls, target_id) for row, calls in zip(rows, decoded_calls)]
+    copies = [_copied_row(row, calls, target_id) for row, calls in zip(rows, decoded_calls, strict=True)]
     conn.executemany(
         "INSERT INTO messages (session_id, " + _COPY_COLUMNS + ", active, compacted)"
         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0)",

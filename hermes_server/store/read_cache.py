@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Awaitable, Callable, Hashable
 
 from hermes_server.store.db import Database
 

@@ -8,7 +8,8 @@ model's fixed lists and are checked against the live table before use.
 from __future__ import annotations
 
 import sqlite3
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 # Tables that hold session state (as opposed to schema_version and state_meta),
 # children before parents so foreign keys hold while deleting.

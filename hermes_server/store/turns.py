@@ -20,10 +20,10 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any
 
-from hermes_server.domain.usage import Usage
 from hermes_server.domain.compression import needs_rotation, summary_text
-from hermes_server.domain.titles import TitleTooLong, sanitize_title
 from hermes_server.domain.errors import TitleConflict
+from hermes_server.domain.titles import TitleTooLong, sanitize_title
+from hermes_server.domain.usage import Usage
 from hermes_server.store.messages import append_message
 from hermes_server.store.sessions import end_session, get_session, next_title, set_title
 

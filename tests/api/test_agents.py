@@ -6,21 +6,21 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 from hermes_server.agents.base import SYSTEM_PROMPT, TurnRequest
-from hermes_server.domain.compression import continuation_id, needs_rotation
 from hermes_server.agents.echo import echo_reply
 from hermes_server.agents.openai import map_usage
 from hermes_server.agents.script import parse_script
-from tests.support.http import create_session as create
+from hermes_server.domain.compression import continuation_id, needs_rotation
 from tests.fake_openai import FakeOpenAI
+from tests.support.http import create_session as create
 from tests.support.server import RunningServer, free_port, start_server
 from tests.support.sse import events, stream_chat
-
 
 # -- pure rules ------------------------------------------------------------------
 
@@ -101,7 +101,7 @@ def openai_server(fake: FakeOpenAI, tmp_path_factory: pytest.TempPathFactory) ->
 
 def test_openai_turns_stream_and_map_usage(openai_server: RunningServer, fake: FakeOpenAI) -> None:
     create(openai_server, "O")
-    response, frames = stream_chat(openai_server.client, "O", {"message": "hello fake", "system_message": "be brief"})
+    _response, frames = stream_chat(openai_server.client, "O", {"message": "hello fake", "system_message": "be brief"})
     evs = events(frames)
     assert [d["delta"] for name, d in evs if name == "assistant.delta"] == ["FAKE:", " ", "hello fake"]
     by_name = dict(evs)

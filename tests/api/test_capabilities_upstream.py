@@ -9,8 +9,9 @@ API are true/present exactly when those routes are in the table.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 

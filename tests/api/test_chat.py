@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import pytest
 
 from hermes_server.agents.base import SYSTEM_PROMPT
-from tests.support.http import create_session as create, error, raw_request
 from tests.support.db import session_row
+from tests.support.http import create_session as create
+from tests.support.http import error, raw_request
 from tests.support.server import RunningServer, start_server
 from tests.support.sse import events, stream_chat
 

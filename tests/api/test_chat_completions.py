@@ -14,9 +14,10 @@ import json
 import re
 import sqlite3
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import openai
@@ -424,7 +425,7 @@ def test_idempotency_key_replays_the_first_turn(server: RunningServer) -> None:
 
 
 def test_tool_runs_stream_as_hermes_tool_progress(scripted: RunningServer) -> None:
-    r, frames = stream(scripted, user("tools please"), {"X-Hermes-Session-Id": "oa-tools"})
+    _r, frames = stream(scripted, user("tools please"), {"X-Hermes-Session-Id": "oa-tools"})
     tools = [f.data for f in frames if f.kind == "tool"]
     # `_internal` stays off the wire; a failed tool still ends `completed`; reasoning is not streamed.
     assert tools == [

@@ -9,7 +9,6 @@ import time
 import pytest
 
 from tests.support.db import sql
-
 from tests.support.http import JSON_TYPE, error, raw_request
 from tests.support.server import RunningServer
 

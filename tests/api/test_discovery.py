@@ -6,18 +6,17 @@ tests/fixtures/README.md), so these comparisons need no oracle at run time.
 
 from __future__ import annotations
 
-import re
-
 import json
+import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import pytest
 
 from hermes_server.http.responses import SECURITY_HEADERS
-from hermes_server.http.routing import Route
-from hermes_server.http.routing import Operation
+from hermes_server.http.routing import Operation, Route
 from hermes_server.routes.discovery import capabilities_body
 from tests.support.server import RunningServer, start_server
 
@@ -53,7 +52,7 @@ def shape_differences(ours: Any, theirs: Any, path: str = "$") -> list[str]:
         for key in ours.keys() & theirs.keys():
             problems += shape_differences(ours[key], theirs[key], f"{path}.{key}")
     elif isinstance(ours, list):
-        for index, (mine, upstream) in enumerate(zip(ours, theirs)):
+        for index, (mine, upstream) in enumerate(zip(ours, theirs, strict=False)):
             problems += shape_differences(mine, upstream, f"{path}[{index}]")
     return problems
 

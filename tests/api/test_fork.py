@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.support.http import create_session as create, error
+from tests.support.http import create_session as create
+from tests.support.http import error
 from tests.support.server import RunningServer
 
 SESSION_KEYS = [

@@ -7,9 +7,12 @@ from typing import Any
 
 import pytest
 
-from tests.support.http import create_session as make, error
 from tests.support.db import database_opened, insert_message, insert_session, sql  # noqa: F401
-from tests.support.http import raw_request  # noqa: F401
+from tests.support.http import create_session as make
+from tests.support.http import (
+    error,
+    raw_request,
+)
 from tests.support.server import RunningServer
 
 INVALID_JSON = error(None, "Invalid JSON in request body")

@@ -8,8 +8,9 @@ import os
 import re
 import sqlite3
 import stat
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 

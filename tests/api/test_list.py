@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 
 from tests.support.db import database_opened, insert_message, insert_session, sql  # noqa: F401
-
-from tests.support.http import JSON_TYPE, raw_request  # noqa: F401
+from tests.support.http import JSON_TYPE, raw_request
 from tests.support.server import RunningServer
 
 T0 = 1_700_000_000.0
@@ -150,7 +149,7 @@ def test_t35b_include_children_false(server: RunningServer, value: str) -> None:
 
 
 def test_t36_compression_chain_is_shown_as_its_tip(server: RunningServer) -> None:
-    root, mid, tip = compression_chain(server, "ls-t36")
+    root, _mid, tip = compression_chain(server, "ls-t36")
     data = rows_of(server, "ls-t36")
     assert len(data) == 1
     row = data[0]

@@ -5,9 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.support.db import database_opened, insert_message, insert_session  # noqa: F401
-
-from tests.support.http import JSON_TYPE, raw_request  # noqa: F401
-from tests.support.http import error
+from tests.support.http import JSON_TYPE, error, raw_request
 from tests.support.server import RunningServer
 
 T0 = 1_700_000_000.0

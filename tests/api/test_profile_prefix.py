@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from tests.support.http import error
-
 from tests.support.server import RunningServer
 
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 import pytest
 
 from tests.support.db import session_row, sql
-from tests.support.server import RunningServer, start_server, start_with_script
 from tests.support.runs import RUN_SCRIPT, names, read_events, submit, wait_status
+from tests.support.server import RunningServer, start_server, start_with_script
 
 STATUS_KEYS = ["object", "run_id", "status", "updated_at", "created_at", "session_id", "model"]
 
@@ -156,7 +156,7 @@ def test_approval_deny_blocks_the_tool(server: RunningServer) -> None:
     assert server.client.post(f"/v1/runs/{run_id}/approval", json={"choice": "deny", "all": "yes"}).status_code == 200
     assert wait_status(server.client, run_id)["status"] == "completed"
     _, events, _ = read_events(server.client, run_id)
-    assert [e for e in events if e["event"] == "tool.completed"][0]["error"] is True
+    assert next(e for e in events if e["event"] == "tool.completed")["error"] is True
     tool_row = [r for r in server.client.get(f"/api/sessions/{run_id}/messages").json()["data"] if r["role"] == "tool"]
     assert "BLOCKED" in tool_row[0]["content"]
 

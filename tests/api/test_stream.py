@@ -9,13 +9,15 @@ import re
 import signal
 import sqlite3
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import pytest
 
-from tests.support.http import create_session as create, error
+from tests.support.http import create_session as create
+from tests.support.http import error
 from tests.support.server import RunningServer, start_with_script
 from tests.support.sse import Frame, events, parse_frames, stream_chat
 

@@ -3,8 +3,7 @@ that call's deltas and before its tools, as 0.19.0's agent reports it; never on 
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 

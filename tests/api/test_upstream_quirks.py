@@ -8,9 +8,9 @@ of them on. The answers below are the ones the oracle gives (tools/oracle_*diff.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import fields
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 

@@ -18,8 +18,8 @@ import http.client
 import json
 import re
 import socket
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import pytest
 
@@ -151,7 +151,7 @@ def requests_for(template: str, methods: list[str],
         body = b'{"message": "hi"}' if method in _BODY_METHODS else None
         if _PARAMETER.search(template):
             for raw_id in PATH_IDS:
-                yield method, _PARAMETER.sub(lambda _: raw_id, template), [], body
+                yield method, _PARAMETER.sub(lambda _, raw_id=raw_id: raw_id, template), [], body
         if method in _BODY_METHODS:
             for bad in BODIES:
                 yield method, valid_path, [b"Content-Type: application/json"], bad

@@ -17,8 +17,8 @@ import asyncio
 import json
 import random
 from collections import Counter
-from pathlib import Path
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest

@@ -22,13 +22,12 @@ import os
 import socket
 import struct
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
 from tests.support.db import integrity, lineage_problems, sql
-
 from tests.support.server import KEY, RunningServer, log_trouble, start_with_script
 
 CLIENTS = 100

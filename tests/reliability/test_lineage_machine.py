@@ -21,8 +21,9 @@ Each example starts from an empty state.db (POST /_fixture/reset).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -31,7 +32,6 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invariant, multiple, rule
 
 from tests.support.db import integrity, lineage_problems, sql
-
 from tests.support.server import RunningServer, log_trouble, start_server
 
 ROTATE_AFTER = 3
@@ -59,7 +59,7 @@ def lineage_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Running
 def _rows(db_path: Path) -> dict[str, dict[str, Any]]:
     columns = ("id", "parent_session_id", "source", "model_config", "started_at", "ended_at", "end_reason",
                "archived", "api_call_count")
-    return {row[0]: dict(zip(columns, row))
+    return {row[0]: dict(zip(columns, row, strict=True))
             for row in sql(db_path, f"SELECT {', '.join(columns)} FROM sessions")}
 
 
@@ -191,7 +191,7 @@ class Lineage(RuleBasedStateMachine):
         roots = [entry.get("_lineage_root_id", entry["id"]) for entry in data]
         assert len(roots) == len(set(roots)), f"a row listed twice: {roots}"
         assert sorted(roots) == sorted(sid for sid, row in rows.items() if visible(rows, row))
-        for entry, root in zip(data, roots):
+        for entry, root in zip(data, roots, strict=True):
             assert descends_by_compression(rows, entry["id"], root), f"{root} shown as {entry['id']}"
 
     @invariant()

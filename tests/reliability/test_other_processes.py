@@ -25,7 +25,6 @@ from typing import Any
 import httpx
 
 from tests.support.db import integrity, lineage_problems, sql
-
 from tests.support.server import KEY, RunningServer, log_trouble
 
 LOCK_SECONDS = 3.0
@@ -98,7 +97,7 @@ class Traffic:
                 n += 1
                 time.sleep(0.05)
 
-    def __enter__(self) -> "Traffic":
+    def __enter__(self) -> Traffic:
         for thread in self.threads:
             thread.start()
         return self

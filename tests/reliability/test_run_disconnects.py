@@ -15,8 +15,8 @@ import json
 import socket
 import struct
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 

@@ -23,9 +23,9 @@ import shutil
 import subprocess
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 import pytest

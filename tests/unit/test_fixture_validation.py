@@ -6,10 +6,10 @@ import json
 
 import pytest
 
+from hermes_server.domain.errors import DocumentError
 from hermes_server.domain.projection import CONTENT_JSON_PREFIX
 from hermes_server.testing.faults import FaultRegistry
 from hermes_server.testing.model import parse_fixture
-from hermes_server.domain.errors import DocumentError
 
 NOW = 1_900_000_000.0
 ROUTES = ["health", "sessions", "session", "session_messages", "session_fork", "session_chat", "session_chat_stream"]
@@ -112,7 +112,8 @@ def test_relations_set_markers_and_parents_come_first() -> None:
     ({"sessions": [{"id": "a", "archived": 1}]}, [("$.sessions[0].archived", "must be true or false, got a number")]),
     ({"sessions": [{"id": "a", "started_at": "yesterday"}]},
      [("$.sessions[0].started_at", "must be Unix seconds or an ISO-8601 date-time, got 'yesterday'")]),
-    ({"sessions": [{"id": "a", "model_config": "x"}]}, [("$.sessions[0].model_config", "must be an object or null, got a string")]),
+    ({"sessions": [{"id": "a", "model_config": "x"}]},
+     [("$.sessions[0].model_config", "must be an object or null, got a string")]),
     ({"sessions": [{"id": "a", "title": "\ud800"}]},
      [("$.sessions[0].title", "contains a lone UTF-16 surrogate, which state.db cannot store")]),
     ({"sessions": [{"id": "a", "relation": "fork"}]}, [("$.sessions[0].relation", "needs a parent")]),
@@ -206,9 +207,11 @@ def test_probability_is_repeatable_for_a_seed() -> None:
 
 @pytest.mark.parametrize("document, expected", [
     ({"kind": "explode"}, [("$.kind", "must be one of status, latency, connection_reset, storage_unavailable, "
-                                      "disk_full, read_only, io_error, fork_interrupted, fork_paused, history_load_failure, persistence_failure, stream_cut; got 'explode'")]),
+                                      "disk_full, read_only, io_error, fork_interrupted, fork_paused, history_load_failure, "
+                                      "persistence_failure, stream_cut; got 'explode'")]),
     ({"kind": "latency"}, [("$.latency_ms", "is required")]),
-    ({"faults": [{"kind": "status", "status": 200}]}, [("$.faults[0].status", "must be an HTTP error status (400-599), got 200")]),
+    ({"faults": [{"kind": "status", "status": 200}]},
+     [("$.faults[0].status", "must be an HTTP error status (400-599), got 200")]),
     ({"faults": [{"kind": "status"}, {"kind": "status", "route": "nowhere"}]},
      [("$.faults[1].route", "unknown route 'nowhere'; use * or one of health, session, session_chat, session_chat_stream, "
                             "session_create, session_delete, session_fork, session_get, session_messages, session_patch, "

@@ -38,7 +38,7 @@ def test_queued_writes_share_one_transaction_and_fail_alone(tmp_path: Path,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     database = store_db.Database(tmp_path / "state.db")
     transactions = []
-    run_write = store_db.Database._run_write
+    run_write = store_db.Database._run_write  # noqa: SLF001 - the test counts the writer's transactions
 
     def counting(self: store_db.Database, op):  # type: ignore[no-untyped-def]
         transactions.append(threading.get_ident())

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
 from hermes_server.domain.schedules import CronExpression, next_run, parse_schedule
 
-NOW = datetime(2030, 1, 1, 12, 30, 15, 123456, tzinfo=timezone.utc)  # a Tuesday
+NOW = datetime(2030, 1, 1, 12, 30, 15, 123456, tzinfo=UTC)  # a Tuesday
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -6,8 +6,8 @@ import pytest
 
 from hermes_server.domain.titles import (
     TitleTooLong,
-    lineage_base,
     like_escape,
+    lineage_base,
     next_lineage_title,
     sanitize_title,
     scrub_surrogates,
