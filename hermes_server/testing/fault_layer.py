@@ -21,8 +21,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from hermes_server.http.errors import ErrorMap
 from hermes_server.http.routing import Endpoint, Route
 from hermes_server.store.db import Database
-from hermes_server.store.storage_faults import refuse_request_writes
 from hermes_server.testing.faults import PIPELINE_KINDS, STORAGE_KINDS, FaultRegistry, RequestContext
+from hermes_server.testing.storage_gate import StorageGate, StorageGates, refuse_request_writes
 
 # Where the layers leave what they share in the request's scope.
 RAW_SEND = "hermes.raw_send"
@@ -58,30 +58,32 @@ class FaultLayer:
     fault also replaces a handler's error answer.
     """
 
-    def __init__(self, registry: FaultRegistry, errors: ErrorMap, db: Database) -> None:
+    def __init__(self, registry: FaultRegistry, errors: ErrorMap, db: Database, gates: StorageGates) -> None:
         self.registry = registry
         self.errors = errors
         self.db = db
+        self.gates = gates
 
     def wrap(self, route: Route, db: Database | None = None) -> Route:
         """The route with each handler wrapped (done once, when the app is built); `db` is the
         database its storage faults act on (None: state.db)."""
         errors = route.errors or self.errors
-        return route.with_methods({method: self._wrapped(endpoint, route.name, errors, db or self.db)
+        gate = self.gates.of((db or self.db).label)
+        return route.with_methods({method: self._wrapped(endpoint, route.name, errors, gate)
                                    for method, endpoint in route.methods.items()})
 
-    def _wrapped(self, endpoint: Endpoint, route_name: str, errors: ErrorMap, db: Database) -> Endpoint:
+    def _wrapped(self, endpoint: Endpoint, route_name: str, errors: ErrorMap, gate: StorageGate) -> Endpoint:
         async def call(request: Request, ctx: Any) -> Response:
-            return await self.call(endpoint, request, ctx, route_name, errors, db)
+            return await self.call(endpoint, request, ctx, route_name, errors, gate)
         return call
 
     async def call(self, endpoint: Endpoint, request: Request, ctx: Any, route_name: str,
-                   errors: ErrorMap, db: Database) -> Response:
+                   errors: ErrorMap, gate: StorageGate) -> Response:
         faults = RequestContext(route_name, request.method, request.path_params.get("session_id"))
         request.scope[FAULTS_KEY] = faults
         # asyncio may carry one request's context into the next on the same connection.
         refuse_request_writes(None)
-        injected = await self._act(faults, "before", errors, db)
+        injected = await self._act(faults, "before", errors, gate)
         if injected is not None:
             return injected
         try:
@@ -93,16 +95,16 @@ class FaultLayer:
             if rendered is None:
                 raise
             response = rendered
-        return await self._act(faults, "after", errors, db) or response
+        return await self._act(faults, "after", errors, gate) or response
 
-    async def _act(self, faults: RequestContext, when: str, errors: ErrorMap, db: Database) -> Response | None:
+    async def _act(self, faults: RequestContext, when: str, errors: ErrorMap, gate: StorageGate) -> Response | None:
         """Pipeline faults: before the handler a response replaces it; after it (its writes are
         durable) a response replaces the answer."""
         for fault in self.registry.firing(faults, PIPELINE_KINDS, when):
             if fault.kind == "storage_unavailable" and when == "before":
-                db.fail_for(fault.params["duration_ms"] / 1000)
+                gate.fail_for(fault.params["duration_ms"] / 1000)
             elif fault.kind in STORAGE_KINDS and when == "before":
-                self._refuse_writes(db, fault.kind, fault.params["duration_ms"])
+                self._refuse_writes(gate, fault.kind, fault.params["duration_ms"])
             elif fault.kind == "latency":
                 await asyncio.sleep(fault.params["latency_ms"] / 1000)
             elif fault.kind == "status":
@@ -113,13 +115,13 @@ class FaultLayer:
 
 
     @staticmethod
-    def _refuse_writes(db: Database, kind: str, duration_ms: int | None) -> None:
+    def _refuse_writes(gate: StorageGate, kind: str, duration_ms: int | None) -> None:
         """A storage-kind fault: every write for `duration_ms`, else the writes of this request
         (and of the chat turn it starts, which inherits the request's context)."""
         if duration_ms is None:
             refuse_request_writes(kind)
         else:
-            db.write_health.refuse_all_for(kind, duration_ms / 1000)
+            gate.refuse_all_for(kind, duration_ms / 1000)
 
 
 class FaultHooks:

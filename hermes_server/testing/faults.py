@@ -315,6 +315,10 @@ class FaultRegistry:
     def clear(self) -> None:
         self.faults = []
 
+    async def reset(self) -> None:
+        """`clear`, as a registered part of the server's state."""
+        self.clear()
+
     def as_json(self) -> list[dict[str, Any]]:
         return [f.as_json() for f in self.faults]
 
