@@ -48,9 +48,11 @@ class Control:
         self.hooks: Hooks = FaultHooks(self.faults)
 
     def register(self, state: StateRegistry) -> None:
-        """Test control's own parts of the server's state: the storage gates (first, so that an
-        injected outage ends before the databases are emptied), the faults, the journal."""
-        state.register("storage_faults", self.gates)
+        """Test control's own parts of the server's state: each database's storage gate (first, so
+        that an injected outage ends before the databases are emptied), the faults, the journal.
+        Called once every database is built (each has its gate by then)."""
+        for label, gate in self.gates.by_label().items():
+            state.register(f"storage_faults:{label}", gate)
         state.register("faults", self.faults)
         state.register("journal", self.journal)
 

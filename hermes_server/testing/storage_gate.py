@@ -76,7 +76,6 @@ class StorageGates:
     def of(self, label: str) -> StorageGate:
         return self._gates.setdefault(label, StorageGate())
 
-    async def reset(self) -> None:
-        """End every database's injected outage and write refusal."""
-        for gate in self._gates.values():
-            await gate.reset()
+    def by_label(self) -> dict[str, StorageGate]:
+        """Every gate made so far (one per database built), by its database's label."""
+        return dict(self._gates)
