@@ -19,12 +19,13 @@ from hermes_server.http.errors import ErrorMap
 from hermes_server.http.routing import Route
 from hermes_server.state import StateRegistry
 from hermes_server.store.db import Database
-from hermes_server.testing.fault_layer import FaultHooks, FaultLayer, KeepTransport
+from hermes_server.testing.fault_layer import FaultHooks, FaultLayer
 from hermes_server.testing.faults import FaultRegistry
 from hermes_server.testing.journal import Journal, JournalLayer
 from hermes_server.testing.load import LoadResult, StartFixture, reset_state
 from hermes_server.testing.routes import build_fixture_routes
 from hermes_server.testing.storage_gate import StorageGates
+from hermes_server.testing.transport import KeepTransport
 
 if TYPE_CHECKING:
     from hermes_server.context import AppContext
