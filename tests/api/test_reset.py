@@ -13,43 +13,56 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.hermrun.support import HermRunServer, start_herm_run
+from tests.hermrun.support import start_herm_run
+from tests.support.server import RunningServer, start_server
 
 IDEMPOTENT = {"Idempotency-Key": "reset-idem"}
 COMPLETION = {"model": "hermes-agent", "messages": [{"role": "user", "content": "remember me"}]}
 JOB = {"name": "hourly", "schedule": "every 1h", "prompt": "say hi"}
-MODES = {
-    "deterministic": ("--deterministic",),
-    "random": (),
-    "herm-run": ("--deterministic",),
-}
+MODES = ("deterministic", "random", "herm-run")
 
 
-@pytest.fixture(scope="module", params=list(MODES))
-def srv(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HermRunServer]:
+@dataclass
+class Served:
+    """A `--fixture-api` server: its Bearer client, and its herm.run client with `--herm-run`."""
+
+    server: RunningServer
+    herm: httpx.Client | None
+    deterministic: bool
+
+    @property
+    def control(self) -> httpx.Client:
+        return self.server.client
+
+
+@pytest.fixture(scope="module", params=MODES)
+def srv(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     home = tmp_path_factory.mktemp(f"reset-{request.param}") / "home"
+    deterministic = request.param != "random"
+    flags = ("--deterministic",) if deterministic else ()
     if request.param == "herm-run":
-        server = start_herm_run(home, *MODES[request.param])
+        herm_run = start_herm_run(home, *flags)
+        served = Served(herm_run.server, herm_run.client, deterministic)
     else:
         home.mkdir(parents=True)
-        from tests.support.server import start_server
-
-        server = HermRunServer(start_server(home, "--fixture-api", *MODES[request.param]), ())
-    yield server
-    server.stop()
+        served = Served(start_server(home, "--fixture-api", *flags), None, deterministic)
+    yield served
+    if served.herm is not None:
+        served.herm.close()
+    served.server.stop()
 
 
 def _answer(response: httpx.Response) -> tuple[int, Any]:
     return response.status_code, response.json()
 
 
-def observe(srv: HermRunServer) -> dict[str, Any]:
+def observe(srv: Served) -> dict[str, Any]:
     """What a client sees: every read first, then the writes whose answers depend on leftover state."""
     c = srv.control
     seen: dict[str, Any] = {
@@ -59,9 +72,9 @@ def observe(srv: HermRunServer) -> dict[str, Any]:
         "jobs": _answer(c.get("/api/jobs")),
         "toolsets": _answer(c.get("/v1/toolsets")),
     }
-    if "--herm-run" in srv.server.process.args:
-        seen["herm_sessions"] = _answer(srv.client.get("/v1/sessions"))
-        seen["herm_create"] = _answer(srv.client.post("/v1/sessions", json={"agentId": "a", "subjectId": "u"}))
+    if srv.herm is not None:
+        seen["herm_sessions"] = _answer(srv.herm.get("/v1/sessions"))
+        seen["herm_create"] = _answer(srv.herm.post("/v1/sessions", json={"agentId": "a", "subjectId": "u"}))
     made = c.post("/api/sessions", json={})
     seen["session_create"] = _answer(made)
     seen["job_create"] = _answer(c.post("/api/jobs", json=JOB))
@@ -75,7 +88,7 @@ def observe(srv: HermRunServer) -> dict[str, Any]:
     return seen
 
 
-def make_state(srv: HermRunServer) -> dict[str, str]:
+def make_state(srv: Served) -> dict[str, str]:
     """One of each kind of state; the ids of those only an id can read back."""
     c = srv.control
     c.post("/api/sessions", json={"id": "left-over"}).raise_for_status()
@@ -91,8 +104,8 @@ def make_state(srv: HermRunServer) -> dict[str, str]:
     assert again.headers["x-hermes-session-id"] == first.headers["x-hermes-session-id"]  # a replay
     c.put("/_fixture/faults", json={"kind": "latency", "latency_ms": 1, "times": "always"}).raise_for_status()
     c.post("/_fixture/clock", json={"advance": 3600})
-    if "--herm-run" in srv.server.process.args:
-        srv.create(agentId="agent_x", subjectId="user_1")
+    if srv.herm is not None:
+        assert srv.herm.post("/v1/sessions", json={"agentId": "agent_x", "subjectId": "user_1"}).status_code == 201
     return {"response": response, "run": run}
 
 
@@ -105,7 +118,7 @@ def shape(value: Any) -> Any:
     return type(value).__name__
 
 
-def test_after_a_reset_every_answer_is_a_fresh_servers(srv: HermRunServer) -> None:
+def test_after_a_reset_every_answer_is_a_fresh_servers(srv: Served) -> None:
     fresh = observe(srv)
     assert fresh["completion_session"][0] == 200 and fresh["jobs_after"][1]["jobs"] != []
     srv.control.post("/_fixture/reset", json={}).raise_for_status()
@@ -116,7 +129,7 @@ def test_after_a_reset_every_answer_is_a_fresh_servers(srv: HermRunServer) -> No
     again = observe(srv)
     assert srv.control.get(f"/v1/responses/{made['response']}").status_code == 404
     assert srv.control.get(f"/v1/runs/{made['run']}").status_code == 404
-    if "--deterministic" in srv.server.process.args:
+    if srv.deterministic:
         assert again == fresh
     else:
         assert {key: (status, shape(body)) for key, (status, body) in again.items()} == \
@@ -124,11 +137,11 @@ def test_after_a_reset_every_answer_is_a_fresh_servers(srv: HermRunServer) -> No
         assert len(again["jobs_after"][1]["jobs"]) == 1 and again["sessions"] == fresh["sessions"]
 
 
-def test_reset_answers_as_before(srv: HermRunServer, tmp_path: Path) -> None:
+def test_reset_answers_as_before(srv: Served) -> None:
     """The reset's own answer: what the databases hold afterwards (nothing), in today's words."""
     body = srv.control.post("/_fixture/reset", json={"to": "empty"}).json()
     expected: dict[str, Any] = {"object": "hermes.fixture.reset", "to": "empty", "sessions_written": 0,
                                 "messages_written": 0, "sessions_total": 0, "messages_total": 0}
-    if "--herm-run" in srv.server.process.args:
+    if srv.herm is not None:
         expected["herm_run"] = {"agents_written": 0, "sessions_written": 0, "sessions_total": 0}
     assert body == expected
