@@ -128,7 +128,7 @@ class HermesApp:
         if gates is not None:
             from hermes_server.testing.control import Control
 
-            control = Control([route.name for route in routes], start_fixture, gates, dialects.herm_store)
+            control = Control([route.name for route in routes], start_fixture, dialects.herm_store, gates=gates)
             routes = control.wrap_routes(routes, errors, db, dialects.databases)
             control.register(state)  # first: an injected outage ends before state.db is emptied
         clock, turns = Clock(settings.deterministic), TurnTasks()

@@ -39,10 +39,11 @@ class Control:
     """Installed faults, storage gates, the request journal and the start fixture of one server,
     and the herm.run dialect's store when it is served (seeds and its control route reach it)."""
 
-    def __init__(self, route_names: list[str], start_fixture: StartFixture | None, gates: StorageGates,
-                 herm_store: HermRunStore | None = None) -> None:
+    def __init__(self, route_names: list[str], start_fixture: StartFixture | None,
+                 herm_store: HermRunStore | None = None, *, gates: StorageGates | None = None) -> None:
         self.faults = FaultRegistry(route_names)
-        self.gates = gates
+        # The gates app.py's database factory gave each database (none yet: a control alone).
+        self.gates = gates if gates is not None else StorageGates()
         self.journal = Journal()
         self.start_fixture = start_fixture
         self.herm_store = herm_store
