@@ -1,7 +1,9 @@
 """create_app(settings): the composition root.
 
-Builds the context every handler shares, the route table from each route family's
-module, the request pipeline, and, only when asked for, the test-control layers,
+Builds the databases (through one factory, `DatabaseMaker`), every part the context
+holds, the registry of stateful parts a fixture reset walks (state.py), the route
+table from each route family's module, the request pipeline, and, only when asked
+for, the test-control layers,
 each stacked once here (the way Datasette's `app()` wraps `asgi = Layer(asgi)`), so
 the default server has no per-request branch for them. The test-control package is
 imported only when a test feature is switched on, and the herm.run dialect only when
@@ -11,12 +13,17 @@ imported only when a test feature is switched on, and the herm.run dialect only 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from hermes_server.agents import build_agent
 from hermes_server.chat.hooks import NO_HOOKS
+from hermes_server.chat.replay import ReplayCache
+from hermes_server.chat.runs import Runs
+from hermes_server.chat.slots import Slots
+from hermes_server.chat.tasks import TurnTasks
 from hermes_server.config import Settings
 from hermes_server.context import AppContext
 from hermes_server.domain.clock import Clock
@@ -28,11 +35,19 @@ from hermes_server.http.job_errors import job_error_rows
 from hermes_server.http.pipeline import Pipeline
 from hermes_server.http.routing import Route, Router
 from hermes_server.routes import catalog, chat, completions, discovery, jobs, responses, runs, sessions
-from hermes_server.store.db import Database
+from hermes_server.state import StateRegistry
+from hermes_server.store import migrate
+from hermes_server.store.db import Database, DatabaseFactory, Prepare
+from hermes_server.store.gate import NO_GATE, WriteGate
+from hermes_server.store.jobs import JobsFile
+from hermes_server.store.read_cache import ReadCache
+from hermes_server.store.responses import ResponseStore
+from hermes_server.store.seeding import SessionRows
 
 if TYPE_CHECKING:
     from hermes_server.hermrun.store import HermRunStore
     from hermes_server.testing.load import StartFixture
+    from hermes_server.testing.storage_gate import StorageGates
 
 
 def build_routes() -> list[Route]:
@@ -47,6 +62,23 @@ def build_errors(quirks: Quirks) -> ErrorMap:
     return ErrorMap({**HERMES_ERRORS.handlers, **job_error_rows(quirks), **deviation_rows(quirks, HERMES_ERRORS)})
 
 
+class DatabaseMaker:
+    """The one way this server builds a `Database` (a `DatabaseFactory`): with the configured
+    reader threads and write retry, and the write gate test control gives that file (none
+    without `--fixture-api`)."""
+
+    def __init__(self, settings: Settings, gates: StorageGates | None) -> None:
+        self.settings = settings
+        self.gates = gates
+
+    def __call__(self, path: Path, *, prepare: Prepare = migrate.prepare,
+                 reader_threads: int | None = None) -> Database:
+        gate: WriteGate = NO_GATE if self.gates is None else self.gates.of(path.name)
+        threads = self.settings.reader_threads if reader_threads is None else reader_threads
+        return Database(path, reader_threads=threads, write_retry_seconds=self.settings.write_retry_seconds,
+                        prepare=prepare, gate=gate)
+
+
 @dataclass
 class Dialects:
     """What the dialects switched on add: routes, their databases, OpenAPI components."""
@@ -58,14 +90,14 @@ class Dialects:
     herm_store: HermRunStore | None = None
 
     @classmethod
-    def build(cls, settings: Settings) -> Dialects:
+    def build(cls, settings: Settings, make_db: DatabaseFactory) -> Dialects:
         if not settings.herm_run:
             return cls()
         from hermes_server.hermrun import openapi as herm_openapi
         from hermes_server.hermrun.routes import build_routes as herm_routes
         from hermes_server.hermrun.store import HermRunStore
 
-        store = HermRunStore(settings.home, write_retry_seconds=settings.write_retry_seconds)
+        store = HermRunStore(settings.home, make_db=make_db)
         routes = herm_routes(store)
         return cls(routes, {route.name: store.db for route in routes}, herm_openapi.COMPONENTS, store)
 
@@ -79,24 +111,37 @@ class HermesApp:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        db = Database(settings.db_path, reader_threads=settings.reader_threads,
-                      write_retry_seconds=settings.write_retry_seconds)
-        self.dialects = dialects = Dialects.build(settings)
+        gates = None
+        if settings.fixture_api:
+            from hermes_server.testing.storage_gate import StorageGates
+
+            gates = StorageGates()
+        make_db = DatabaseMaker(settings, gates)
+        db = make_db(settings.db_path)
+        self.dialects = dialects = Dialects.build(settings, make_db)
         routes = build_routes() + dialects.routes
         quirks = Quirks.upstream(settings.upstream_quirks)
         errors = build_errors(quirks)
         start_fixture = self._start_fixture(settings, dialects.herm_store)
+        state = StateRegistry()
         control = None
-        if settings.fixture_api:
+        if gates is not None:
             from hermes_server.testing.control import Control
 
-            control = Control([route.name for route in routes], start_fixture, dialects.herm_store)
+            control = Control([route.name for route in routes], start_fixture, dialects.herm_store, gates=gates)
             routes = control.wrap_routes(routes, errors, db, dialects.databases)
-        self.context = AppContext(
-            settings, db, build_agent(settings), Clock(settings.deterministic), IdSource(settings.deterministic),
-            routes, hooks=control.hooks if control else NO_HOOKS, api_components=dialects.components,
-            quirks=quirks,
+            control.register(state)  # first: an injected outage ends before state.db is emptied
+        clock, turns = Clock(settings.deterministic), TurnTasks()
+        self.context = ctx = AppContext(
+            settings=settings, db=db, agent=build_agent(settings), clock=clock,
+            ids=IdSource(settings.deterministic), routes=routes, state=state, turns=turns,
+            replays=ReplayCache(), runs=Runs(clock), response_store=ResponseStore(settings.response_store_path),
+            slots=Slots(settings.max_concurrent_runs, turns),
+            reads=ReadCache(db, int(settings.read_cache_mb * 1024 * 1024)),
+            jobs=JobsFile(settings.home, clock.now), hooks=control.hooks if control else NO_HOOKS,
+            api_components=dialects.components, quirks=quirks,
         )
+        register_state(ctx, dialects)
         self.start_fixture = start_fixture
         pipeline = Pipeline(settings, Router(routes), self.context, errors)
         self.http: ASGIApp = control.wrap_app(pipeline) if control else pipeline
@@ -138,6 +183,19 @@ class HermesApp:
                 await self.dialects.close()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+
+def register_state(ctx: AppContext, dialects: Dialects) -> None:
+    """Every stateful part of the context (and each dialect's store) in `ctx.state`, which a
+    fixture reset walks in this order: the rows first, the clock and ids last."""
+    state = ctx.state
+    state.register("sessions", SessionRows(ctx.db))
+    if dialects.herm_store is not None:
+        state.register("herm_run", dialects.herm_store)
+    for name, part in (("responses", ctx.response_store), ("runs", ctx.runs), ("replays", ctx.replays),
+                       ("jobs", ctx.jobs), ("turns", ctx.turns), ("reads", ctx.reads), ("clock", ctx.clock),
+                       ("ids", ctx.ids)):
+        state.register(name, part)
 
 
 def create_app(settings: Settings) -> HermesApp:

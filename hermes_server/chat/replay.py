@@ -1,6 +1,13 @@
 """Idempotency-Key replays of `/v1/chat/completions` (non-streaming only).
 
 A client that retries a request whose answer it lost must not run the turn twice.
+
+The 300 s lifetime is measured with `time.monotonic`, not with the server's clock,
+in deterministic mode too: it is a span of the process's own time, not a timestamp
+the server writes, and every reading of a deterministic clock moves it on by its
+step, so a cache that read it would shift every later timestamp of a test by how
+often it purged. A fixture reset empties the cache instead (`reset`), which is what
+keeps one test's replays out of the next.
 """
 
 from __future__ import annotations
@@ -56,3 +63,9 @@ class ReplayCache:
 
             task.add_done_callback(remember)
         return await asyncio.shield(task)
+
+    async def reset(self) -> None:
+        """Forget every remembered answer (a registered part of the server's state). A turn
+        still running is forgotten too: it finishes, but answers only the requests that wait."""
+        self.done.clear()
+        self.running.clear()

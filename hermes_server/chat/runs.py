@@ -108,7 +108,9 @@ class Runs:
         self.stream_created: dict[str, float] = {}
         self.subscribed: set[str] = set()
         self.live: dict[str, LiveRun] = {}
-        self.swept_at = clock.now()
+        # When the last sweep ran; None: never (the first registration sweeps, finding nothing).
+        # Not read at construction: a deterministic clock's first reading belongs to the first request.
+        self.swept_at: float | None = None
 
     def now(self) -> float:
         return self.clock.now()
@@ -139,7 +141,7 @@ class Runs:
         """Forget finished statuses after an hour and queues nobody subscribed to after 5 minutes
         (looked for once a minute, so a busy server does not scan every run on every request)."""
         now = self.now()
-        if 0 <= now - self.swept_at < SWEEP_INTERVAL:  # (a clock set back sweeps at once)
+        if self.swept_at is not None and 0 <= now - self.swept_at < SWEEP_INTERVAL:  # (set back: sweeps)
             return
         self.swept_at = now
         for run_id, created in list(self.stream_created.items()):
@@ -190,12 +192,14 @@ class Runs:
         for run_id in list(self.live):
             self.request_stop(run_id)
 
-    def clear(self) -> None:
-        """Forget every run (a test-control reset, once their turns have ended)."""
+    async def reset(self) -> None:
+        """Forget every run (a registered part of the server's state; a fixture reset stops
+        live runs and waits for their turns first)."""
         self.statuses.clear()
         self.streams.clear()
         self.stream_created.clear()
         self.subscribed.clear()
+        self.swept_at = None
 
     def active_count(self) -> int:
         """Runs queued, running or waiting for an approval (as /health/detailed counts them)."""

@@ -32,6 +32,13 @@ class TurnTasks:
         task.add_done_callback(self.running.discard)
         return task
 
+    async def reset(self) -> None:
+        """Count turns from zero again, as a fresh server does (/v1/toolsets answers by it).
+
+        The running tasks are not forgotten: shutdown still waits for them (a fixture reset
+        has waited already)."""
+        self.started = 0
+
     async def wait(self, timeout: float) -> None:
         """Give running turns up to `timeout` seconds to finish (none is cancelled)."""
         if self.running:

@@ -38,6 +38,10 @@ class Clock:
         else:
             self.current, self.step = None, 0.0
 
+    async def reset(self) -> None:
+        """`restart`, as a registered part of the server's state."""
+        self.restart()
+
     def now(self) -> float:
         """The current time in float seconds; a manual clock then moves on by its step."""
         value = self.current

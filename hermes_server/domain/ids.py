@@ -49,6 +49,10 @@ class IdSource:
         # they never shift the session ids a deterministic test already relies on.
         self._tokens = random.Random(ID_SEED + 1) if self.deterministic else None
 
+    async def reset(self) -> None:
+        """`restart`, as a registered part of the server's state."""
+        self.restart()
+
     def _hex8(self) -> str:
         assert self._rng is not None
         return f"{self._rng.getrandbits(32):08x}"

@@ -23,7 +23,7 @@ from hermes_server.hermrun.rules import (
     resolve_version, session_id, take_conversation,
 )
 from hermes_server.domain.errors import SchemaMismatch
-from hermes_server.store.db import Database, fetch_dicts, loop_read
+from hermes_server.store.db import Database, DatabaseFactory, fetch_dicts, loop_read
 
 FILE_NAME = "herm-run.db"
 SCHEMA_VERSION = 1
@@ -301,9 +301,8 @@ def _set_state(conn: sqlite3.Connection, sid: str, status: str | None, usage: di
 class HermRunStore:
     """The herm.run operations over herm-run.db; opened on first use, like state.db."""
 
-    def __init__(self, home: Path, *, reader_threads: int = 1, write_retry_seconds: float = 15.0) -> None:
-        self.db = Database(home / FILE_NAME, reader_threads=reader_threads,
-                           write_retry_seconds=write_retry_seconds, prepare=prepare)
+    def __init__(self, home: Path, *, make_db: DatabaseFactory = Database) -> None:
+        self.db = make_db(home / FILE_NAME, prepare=prepare, reader_threads=1)
 
     async def create(self, request: CreateRequest, now: float, default: Allowance,
                      deterministic: bool) -> dict[str, Any]:

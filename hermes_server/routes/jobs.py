@@ -9,11 +9,8 @@ strings; create answers 200, not 201, as 0.19.0 does.
 from __future__ import annotations
 
 import json
-import os
-from datetime import datetime, tzinfo
-from functools import lru_cache
+from datetime import datetime
 from typing import Any, Callable
-from zoneinfo import ZoneInfo
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -27,28 +24,17 @@ from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Operation, Route
 from hermes_server.openapi.jobs_schemas import JOB_ERRORS, JOB_ID_ERRORS
 from hermes_server.routes.common import first_query_values
-from hermes_server.store.jobs import JobsFile
+from hermes_server.store.jobs import JobsFile, local_time
 
 Jobs = list[dict[str, Any]]
 
 
-@lru_cache(maxsize=1)
-def _zone() -> tzinfo | None:
-    """Hermes's configured zone: HERMES_TIMEZONE when it names a zone, else this machine's."""
-    name = os.environ.get("HERMES_TIMEZONE", "").strip()
-    try:
-        return ZoneInfo(name) if name else None
-    except (ValueError, KeyError, OSError):
-        return None
-
-
 def _now(ctx: AppContext) -> datetime:
-    moment = datetime.fromtimestamp(ctx.now(), _zone())
-    return moment if _zone() else moment.astimezone()
+    return local_time(ctx.now())
 
 
 def _file(ctx: AppContext) -> JobsFile:
-    return JobsFile(ctx.settings.home, lambda: _now(ctx).isoformat())
+    return ctx.jobs
 
 
 async def _json_body(request: Request, ctx: AppContext) -> Any:

@@ -37,12 +37,13 @@ import time
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Protocol, TypeVar
 
 from hermes_server.domain.errors import DatabaseUnavailable, SchemaMismatch
 from hermes_server.store.home_check import HomeProblems
 from hermes_server.store import migrate
 from hermes_server.store.checkpoint import JOURNAL_SIZE_LIMIT, Checkpointer
+from hermes_server.store.gate import NO_GATE, WriteGate
 from hermes_server.store.storage_faults import WriteHealth, refusing_write, storage_fault
 
 log = logging.getLogger("hermes_server.store")
@@ -50,6 +51,13 @@ log = logging.getLogger("hermes_server.store")
 T = TypeVar("T")
 # Readies a freshly opened writer connection: creates or checks the schema of the file.
 Prepare = Callable[[sqlite3.Connection, Path], None]
+
+
+class DatabaseFactory(Protocol):
+    """How a part that owns a database file gets its `Database`: `app.py`'s factory applies
+    the server's reader threads, write retry and write gate; `Database` itself is one too."""
+
+    def __call__(self, path: Path, *, prepare: Prepare = ..., reader_threads: int = ...) -> Database: ...
 
 # Upstream's retry window: a uniformly random pause between attempts.
 _RETRY_PAUSE = (0.02, 0.15)
@@ -164,11 +172,15 @@ class Database:
     `prepare` creates or checks the file's schema when the writer connection opens:
     state.db's migration by default; another schema (the herm.run dialect's own file)
     passes its own, and gets the same writer thread, group commit and readers.
+    `gate` is asked before every operation (store/gate.py; test control's storage
+    faults), and `label` is how log lines and errors name the file (its file name).
     """
 
     def __init__(self, path: Path, *, reader_threads: int = 4, write_retry_seconds: float = 15.0,
-                 prepare: Prepare = migrate.prepare) -> None:
+                 prepare: Prepare = migrate.prepare, gate: WriteGate = NO_GATE, label: str | None = None) -> None:
         self.path = path
+        self.label = label or path.name
+        self._gate = gate
         self._prepare = prepare
         self.write_retry_seconds = write_retry_seconds
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="hs-writer")
@@ -186,11 +198,8 @@ class Database:
         self._local = threading.local()
         self._open_lock: asyncio.Lock | None = None
         self._closed = False
-        # Monotonic deadline of an injected storage outage (fault injection); 0.0 means none.
-        self.unavailable_until = 0.0
-        # Whether writes fail for a storage reason (full disk, read-only, I/O error), and
-        # the injected faults that make them fail so on purpose (storage_faults.py).
-        self.write_health = WriteHealth()
+        # Whether writes fail for a storage reason (full disk, read-only, I/O error), logged on change.
+        self.write_health = WriteHealth(self.label)
         # Why state.db cannot be opened now (logged once per change), for readiness.
         self.home_problems = HomeProblems(path)
 
@@ -206,8 +215,7 @@ class Database:
         A failure is not remembered: the next request tries again, so the server
         recovers by itself once the storage problem is fixed.
         """
-        if self.unavailable_until:
-            self._check_outage()
+        self._gate.check_open(self.label)
         if self._writer_conn is not None:
             return
         if self._open_lock is None:
@@ -216,20 +224,6 @@ class Database:
             if self._writer_conn is None:
                 loop = asyncio.get_running_loop()
                 await loop.run_in_executor(self._writer, self._open_writer)
-
-    def fail_for(self, seconds: float) -> None:
-        """Injected fault: refuse every operation for `seconds`, as if state.db could not be opened."""
-        self.unavailable_until = time.monotonic() + seconds
-
-    def end_outage(self) -> None:
-        """End an injected outage or write refusal now (a reset of the test-control state)."""
-        self.unavailable_until = 0.0
-        self.write_health.end_injected()
-
-    def _check_outage(self) -> None:
-        if time.monotonic() < self.unavailable_until:
-            raise DatabaseUnavailable("state.db unavailable (injected storage fault)")
-        self.unavailable_until = 0.0
 
     def _open_writer(self) -> None:
         if self._closed:
@@ -330,7 +324,7 @@ class Database:
         result (or exception) is this write's own, delivered after the commit.
         """
         await self.ensure_open()
-        refusal = self.write_health.injected()
+        refusal = self._gate.refusal()
         op = refusing_write(refusal) if refusal else (lambda conn: fn(conn, *args, **kwargs))
         future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
         with self._queue_lock:
@@ -409,7 +403,7 @@ class Database:
             except sqlite3.OperationalError as exc:
                 if not _is_busy(exc) or time.monotonic() >= deadline:
                     raise
-                log.debug("state.db is locked by another writer; retrying")
+                log.debug("%s is locked by another writer; retrying", self.label)
                 time.sleep(random.uniform(*_RETRY_PAUSE))
 
     # -- closing -----------------------------------------------------------

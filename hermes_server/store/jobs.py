@@ -6,6 +6,9 @@ two-space indent, ASCII-escaped), replaced atomically under an advisory lock on
 owner-only. Using the same file, format and lock lets a real Hermes read and run the
 jobs created here, and lets both edit the file without losing each other's writes.
 Every change is one locked read-modify-write, run off the event loop.
+
+One `JobsFile` per server (the context's `jobs`), and a registered part of its state:
+a fixture reset removes the file and the jobs' output, as a fresh home has neither.
 """
 
 from __future__ import annotations
@@ -19,20 +22,39 @@ import shutil
 import sqlite3
 import tempfile
 import threading
+from datetime import datetime, tzinfo
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterator, TypeVar
+from zoneinfo import ZoneInfo
 
 from hermes_server.domain.jobs import JobsFileError
 
 T = TypeVar("T")
 
 
+@lru_cache(maxsize=1)
+def _zone() -> tzinfo | None:
+    """Hermes's configured zone: HERMES_TIMEZONE when it names a zone, else this machine's."""
+    name = os.environ.get("HERMES_TIMEZONE", "").strip()
+    try:
+        return ZoneInfo(name) if name else None
+    except (ValueError, KeyError, OSError):
+        return None
+
+
+def local_time(now: float) -> datetime:
+    """Unix time `now` in Hermes's configured zone (the jobs' timestamps and the file's `updated_at`)."""
+    moment = datetime.fromtimestamp(now, _zone())
+    return moment if _zone() else moment.astimezone()
+
+
 class JobsFile:
     """The cron directory of one HERMES_HOME."""
 
-    def __init__(self, home: Path, stamp: Callable[[], str]) -> None:
-        # The `updated_at` of each save: now, in the configured zone, from the server's clock.
-        self.stamp = stamp
+    def __init__(self, home: Path, now: Callable[[], float]) -> None:
+        # The server's clock: the `updated_at` of each save is its reading in the configured zone.
+        self.now = now
         self.cron_dir = home / "cron"
         self.path = self.cron_dir / "jobs.json"
         self.output_dir = self.cron_dir / "output"
@@ -85,7 +107,7 @@ class JobsFile:
         fd, tmp = tempfile.mkstemp(dir=str(self.cron_dir), suffix=".tmp", prefix=".jobs_")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump({"jobs": jobs, "updated_at": self.stamp()}, handle, indent=2)
+                json.dump({"jobs": jobs, "updated_at": local_time(self.now()).isoformat()}, handle, indent=2)
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(tmp, self.path)
@@ -147,3 +169,16 @@ class JobsFile:
             if jobs is not None:
                 self._save(jobs)
             return result
+
+    async def reset(self) -> None:
+        """No jobs and no job output, as in a fresh home (under the lock Hermes takes too)."""
+        await asyncio.to_thread(self._clear)
+
+    def _clear(self) -> None:
+        with self._locked():
+            self.path.unlink(missing_ok=True)
+            for entry in self.output_dir.iterdir():
+                if entry.is_dir():
+                    shutil.rmtree(entry)
+                else:
+                    entry.unlink()

@@ -59,6 +59,12 @@ class ReadCache:
         self._size = 0
         self._turns: dict[Hashable, _Turn] = {}
 
+    async def reset(self) -> None:
+        """Forget every answer (a change of state.db would too; this also frees the memory)."""
+        self._version = None
+        self._entries.clear()
+        self._size = 0
+
     async def get(self, key: Hashable, build: Callable[[], Awaitable[bytes]]) -> bytes:
         """The answer for `key`: remembered if the database is unchanged since it was built, else built.
 

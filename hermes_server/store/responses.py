@@ -152,8 +152,8 @@ class ResponseStore:
             conn.commit()
         await self._call(write)
 
-    async def clear(self) -> None:
-        """Forget every response and conversation (a test-control reset)."""
+    async def reset(self) -> None:
+        """Forget every response and conversation (a registered part of the server's state)."""
         def clear(conn: sqlite3.Connection) -> None:
             conn.execute("DELETE FROM conversations")
             conn.execute("DELETE FROM responses")

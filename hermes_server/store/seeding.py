@@ -1,5 +1,7 @@
 """Bulk writes for fixtures: empty the session state, look up conflicts, insert rows.
 
+`SessionRows` is state.db's part of the server's state (state.py): a reset empties it.
+
 Run inside one `Database.write` transaction by hermes_server/testing/load.py, so
 a fixture lands completely or not at all. Column names come from the fixture
 model's fixed lists and are checked against the live table before use.
@@ -9,7 +11,10 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hermes_server.store.db import Database
 
 # Tables that hold session state (as opposed to schema_version and state_meta),
 # children before parents so foreign keys hold while deleting.
@@ -29,6 +34,17 @@ def clear_state(conn: sqlite3.Connection) -> None:
     conn.execute("UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id IS NOT NULL")
     conn.execute("DELETE FROM sessions")
     conn.execute("DELETE FROM sqlite_sequence WHERE name = 'messages'")
+
+
+class SessionRows:
+    """state.db's sessions and everything hanging off them, as a registered part of the
+    server's state: a reset empties them in one transaction, as `clear_state` does."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def reset(self) -> None:
+        await self.db.write(clear_state)
 
 
 def existing_ids(conn: sqlite3.Connection, ids: Iterable[str]) -> set[str]:

@@ -1,4 +1,4 @@
-"""Storage that fails under an open state.db: a full disk, a read-only file, an I/O error.
+"""Storage that fails under an open database: a full disk, a read-only file, an I/O error.
 
 These are conditions of the machine, not bugs: SQLite rolls the failed transaction
 back, so a refused write leaves nothing behind, and the next write after space or
@@ -6,17 +6,16 @@ permission returns succeeds on the same connection. `Database` turns them into
 `StorageFault` (a 503 envelope naming the cause) and `WriteHealth` logs the
 condition once when it starts and once when it clears, instead of once per request.
 
-The fault injection of `--fixture-api` refuses writes through the same path (a
-write that raises `StorageFault` inside its own transaction), so a connector sees
-exactly what a real full disk produces: the same answers and the same log lines.
+A database's write gate (store/gate.py; the fault injection of `--fixture-api`)
+refuses writes through the same path (`refusing_write`: a write that raises
+`StorageFault` inside its own transaction), so a connector sees exactly what a real
+full disk produces: the same answers and the same log lines.
 """
 
 from __future__ import annotations
 
-import contextvars
 import logging
 import sqlite3
-import time
 from typing import Any, Callable
 
 from hermes_server.domain.errors import StorageFault
@@ -38,9 +37,6 @@ _REASON_BY_CODE = {
     _SQLITE_CANTOPEN: "unable to open the database file",
 }
 
-# An injected refusal for the writes of the current request (and of the chat turn it starts).
-_request_refusal: contextvars.ContextVar[str | None] = contextvars.ContextVar("hermes_write_refusal", default=None)
-
 
 def storage_fault(exc: BaseException, *, write: bool) -> StorageFault | None:
     """The StorageFault `exc` stands for, or None when it is some other failure."""
@@ -54,15 +50,6 @@ def storage_fault(exc: BaseException, *, write: bool) -> StorageFault | None:
     return None
 
 
-def refuse_request_writes(kind: str | None) -> None:
-    """Injected fault: every write of the current request fails as `kind` (a key of REASONS) would.
-
-    None clears it: asyncio may carry one request's context into the next request on the
-    same connection, so each request under fault injection starts by clearing.
-    """
-    _request_refusal.set(None if kind is None else REASONS[kind])
-
-
 def refusing_write(reason: str) -> Callable[[sqlite3.Connection], None]:
     """A write that fails inside its transaction as the storage would, changing nothing."""
     def refused(conn: sqlite3.Connection) -> None:
@@ -73,30 +60,13 @@ def refusing_write(reason: str) -> Callable[[sqlite3.Connection], None]:
 class WriteHealth:
     """Whether writes currently fail for a storage reason, logged on each change only.
 
-    `review` runs on the writer thread alone, so its state needs no lock.
+    `review` runs on the writer thread alone, so its state needs no lock. `label` names
+    the file in the log (state.db, herm-run.db).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, label: str = "state.db") -> None:
+        self.label = label
         self.failing: str | None = None
-        # An injected refusal of every write until a monotonic deadline: (reason, deadline).
-        self._refuse_all: tuple[str, float] | None = None
-
-    def refuse_all_for(self, kind: str, seconds: float) -> None:
-        """Injected fault: every write fails as `kind` would, for `seconds`."""
-        self._refuse_all = (REASONS[kind], time.monotonic() + seconds)
-
-    def end_injected(self) -> None:
-        """Stop an injected refusal of every write (a fixture reset)."""
-        self._refuse_all = None
-
-    def injected(self) -> str | None:
-        """The reason an injected fault refuses the write about to be queued, if one does."""
-        if self._refuse_all is not None:
-            reason, deadline = self._refuse_all
-            if time.monotonic() < deadline:
-                return reason
-            self._refuse_all = None
-        return _request_refusal.get()
 
     def review(self, outcomes: list[tuple[bool, Any]], wrote: bool) -> list[tuple[bool, Any]]:
         """The outcomes of one transaction, storage failures as StorageFault; logs a change of state.
@@ -113,10 +83,10 @@ class WriteHealth:
                 value = fault
             reviewed.append((ok, value))
         if reason is not None and reason != self.failing:
-            log.warning("state.db refuses writes: %s. Each write answers 503 and stores nothing; "
-                        "reads go on. Writes resume by themselves once the cause is gone.", reason)
+            log.warning("%s refuses writes: %s. Each write answers 503 and stores nothing; "
+                        "reads go on. Writes resume by themselves once the cause is gone.", self.label, reason)
             self.failing = reason
         elif reason is None and self.failing is not None and wrote:
-            log.warning("state.db accepts writes again (it refused them: %s)", self.failing)
+            log.warning("%s accepts writes again (it refused them: %s)", self.label, self.failing)
             self.failing = None
         return reviewed

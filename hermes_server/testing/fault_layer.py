@@ -2,48 +2,33 @@
 
 Composed in once, when the app is built with `serve --fixture-api`:
 `wrap_routes` wraps each route's handlers, `FaultHooks` is the context's hooks
-object, and `KeepTransport` is the outermost ASGI layer, keeping uvicorn's own
-`send` in the scope because dropping a connection needs its transport. The
-default server has none of this and pays nothing for it.
+object, and `KeepTransport` (testing/transport.py) is the outermost ASGI layer,
+keeping uvicorn's own `send` in the scope because dropping a connection needs its
+transport. What each kind does is its own class's `act` (testing/fault_kinds.py).
+The default server has none of this and pays nothing for it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import socket
-import struct
 from typing import Any, AsyncIterator, Mapping
 
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from hermes_server.http.errors import ErrorMap
 from hermes_server.http.routing import Endpoint, Route
 from hermes_server.store.db import Database
-from hermes_server.store.storage_faults import refuse_request_writes
-from hermes_server.testing.faults import PIPELINE_KINDS, STORAGE_KINDS, FaultRegistry, RequestContext
+from hermes_server.testing.faults import FaultRegistry, RequestContext
+from hermes_server.testing.storage_gate import StorageGate, StorageGates, refuse_request_writes
+from hermes_server.testing.transport import ConnectionReset, abort_connection
 
-# Where the layers leave what they share in the request's scope.
-RAW_SEND = "hermes.raw_send"
-RESET_MARK = "hermes.connection_reset"
+# Where the fault layer leaves a request's fault bookkeeping in its scope.
 FAULTS_KEY = "hermes.faults"
 
 
 class InjectedDisconnect(Exception):
     """Raised by a hook to drop the connection with no response at all (see ConnectionReset)."""
-
-
-class KeepTransport:
-    """Outermost layer: remember uvicorn's `send`, whose transport a connection reset closes."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            scope[RAW_SEND] = send
-        await self.app(scope, receive, send)
 
 
 def request_faults(scope: Mapping[str, Any] | None) -> RequestContext | None:
@@ -58,30 +43,32 @@ class FaultLayer:
     fault also replaces a handler's error answer.
     """
 
-    def __init__(self, registry: FaultRegistry, errors: ErrorMap, db: Database) -> None:
+    def __init__(self, registry: FaultRegistry, errors: ErrorMap, db: Database, gates: StorageGates) -> None:
         self.registry = registry
         self.errors = errors
         self.db = db
+        self.gates = gates
 
     def wrap(self, route: Route, db: Database | None = None) -> Route:
         """The route with each handler wrapped (done once, when the app is built); `db` is the
         database its storage faults act on (None: state.db)."""
         errors = route.errors or self.errors
-        return route.with_methods({method: self._wrapped(endpoint, route.name, errors, db or self.db)
+        gate = self.gates.of((db or self.db).label)
+        return route.with_methods({method: self._wrapped(endpoint, route.name, errors, gate)
                                    for method, endpoint in route.methods.items()})
 
-    def _wrapped(self, endpoint: Endpoint, route_name: str, errors: ErrorMap, db: Database) -> Endpoint:
+    def _wrapped(self, endpoint: Endpoint, route_name: str, errors: ErrorMap, gate: StorageGate) -> Endpoint:
         async def call(request: Request, ctx: Any) -> Response:
-            return await self.call(endpoint, request, ctx, route_name, errors, db)
+            return await self.call(endpoint, request, ctx, route_name, errors, gate)
         return call
 
     async def call(self, endpoint: Endpoint, request: Request, ctx: Any, route_name: str,
-                   errors: ErrorMap, db: Database) -> Response:
+                   errors: ErrorMap, gate: StorageGate) -> Response:
         faults = RequestContext(route_name, request.method, request.path_params.get("session_id"))
         request.scope[FAULTS_KEY] = faults
         # asyncio may carry one request's context into the next on the same connection.
         refuse_request_writes(None)
-        injected = await self._act(faults, "before", errors, db)
+        injected = await self._act(faults, "before", errors, gate)
         if injected is not None:
             return injected
         try:
@@ -93,33 +80,16 @@ class FaultLayer:
             if rendered is None:
                 raise
             response = rendered
-        return await self._act(faults, "after", errors, db) or response
+        return await self._act(faults, "after", errors, gate) or response
 
-    async def _act(self, faults: RequestContext, when: str, errors: ErrorMap, db: Database) -> Response | None:
+    async def _act(self, faults: RequestContext, when: str, errors: ErrorMap, gate: StorageGate) -> Response | None:
         """Pipeline faults: before the handler a response replaces it; after it (its writes are
         durable) a response replaces the answer."""
-        for fault in self.registry.firing(faults, PIPELINE_KINDS, when):
-            if fault.kind == "storage_unavailable" and when == "before":
-                db.fail_for(fault.params["duration_ms"] / 1000)
-            elif fault.kind in STORAGE_KINDS and when == "before":
-                self._refuse_writes(db, fault.kind, fault.params["duration_ms"])
-            elif fault.kind == "latency":
-                await asyncio.sleep(fault.params["latency_ms"] / 1000)
-            elif fault.kind == "status":
-                return errors.render(fault.error())
-            elif fault.kind == "connection_reset":
-                return ConnectionReset()
+        for fault in self.registry.firing(faults, when):
+            response = await fault.kind.act(fault, gate, errors)
+            if response is not None:
+                return response
         return None
-
-
-    @staticmethod
-    def _refuse_writes(db: Database, kind: str, duration_ms: int | None) -> None:
-        """A storage-kind fault: every write for `duration_ms`, else the writes of this request
-        (and of the chat turn it starts, which inherits the request's context)."""
-        if duration_ms is None:
-            refuse_request_writes(kind)
-        else:
-            db.write_health.refuse_all_for(kind, duration_ms / 1000)
 
 
 class FaultHooks:
@@ -179,41 +149,3 @@ async def _cut_after(frames: AsyncIterator[bytes], events: int, scope: Any) -> A
         await abort_connection(scope)
     finally:
         await frames.aclose()  # type: ignore[attr-defined]
-
-
-async def abort_connection(scope: Scope) -> None:
-    """Drop the client's TCP connection with a reset, so it sees no response at all.
-
-    ASGI has no message for this, so we use the transport behind uvicorn's `send`
-    (KeepTransport leaves it in the scope): SO_LINGER 0 turns the close into a RST.
-    """
-    scope[RESET_MARK] = True
-    cycle = getattr(scope.get(RAW_SEND), "__self__", None)
-    transport = getattr(cycle, "transport", None)
-    if transport is None:
-        raise RuntimeError("connection_reset needs uvicorn's HTTP transport")
-    sock = transport.get_extra_info("socket")
-    if sock is not None:
-        try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        except OSError:
-            pass  # a plain close is still a dropped connection
-    transport.abort()
-    # uvicorn learns of the loss on a later loop turn; until then it would still try to answer.
-    for _ in range(100):
-        if getattr(cycle, "disconnected", True):
-            break
-        await asyncio.sleep(0)
-
-
-class ConnectionReset(Response):
-    """A 'response' that sends nothing and resets the connection."""
-
-    def __init__(self) -> None:
-        super().__init__(status_code=599)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await abort_connection(scope)
-        # Tell the pipeline the exchange is over (uvicorn drops messages for a lost connection),
-        # so it does not try to end an unfinished response with a 500.
-        await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -24,8 +24,8 @@ generator (so a run is repeatable). Where it acts:
   `persistence_failure` (the chat turn), `stream_cut` (the session chat stream, a run's
   events, a streamed response).
 
-This module holds the faults and their registry; the layer that makes them act
-is testing/fault_layer.py.
+This module holds the faults and their registry; each kind is one class
+(testing/fault_kinds.py), and the layer that makes them act is testing/fault_layer.py.
 
 A fault changes only what it is asked to change: each state.db write it lets
 through is a normal committed transaction, so the database is never corrupted.
@@ -39,6 +39,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from hermes_server.domain.errors import DocumentError, Problem
 from hermes_server.http.errors import InjectedStatus
+from hermes_server.testing.fault_kinds import KINDS, STATUS_KEYS, FaultKind
 from hermes_server.testing.validate import Checker, child, describe
 
 # The nine operation names of the Hermes session API documentation, each one method of one route.
@@ -53,48 +54,11 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     "session_chat": ("session_chat", "POST"),
     "session_chat_stream": ("session_chat_stream", "POST"),
 }
-# What `*` means: the routes of the nine operations (health and discovery only when named).
+# What `*` means for a kind that acts around handlers: the routes of the nine operations
+# (health and discovery only when named).
 SESSION_ROUTES = frozenset(route for route, _ in OPERATIONS.values())
-CHAT_ROUTES = ("session_chat", "session_chat_stream")
-
-# Storage failures of an open state.db, as their writes see them.
-STORAGE_KINDS = ("disk_full", "read_only", "io_error")
-PIPELINE_KINDS = ("status", "latency", "connection_reset", "storage_unavailable", *STORAGE_KINDS)
-# Handler-hook kinds and the routes they can act on.
-HOOK_ROUTES: dict[str, tuple[str, ...]] = {
-    "fork_interrupted": ("session_fork",),
-    "fork_paused": ("session_fork",),
-    "history_load_failure": CHAT_ROUTES,
-    "persistence_failure": CHAT_ROUTES,
-    "stream_cut": ("session_chat_stream", "run_events", "responses"),
-}
-KINDS = PIPELINE_KINDS + tuple(HOOK_ROUTES)
-FORK_STEPS = 4
-
 COMMON_KEYS = ("id", "description", "kind", "route", "method", "session_id", "times", "probability", "seed")
-STATUS_KEYS = ("status", "message", "code", "type", "param", "headers")
-KIND_KEYS: dict[str, tuple[str, ...]] = {
-    "status": ("when",) + STATUS_KEYS,
-    "latency": ("when", "latency_ms"),
-    "connection_reset": ("when",),
-    "storage_unavailable": ("duration_ms",),
-    **{kind: ("duration_ms",) for kind in STORAGE_KINDS},
-    "fork_interrupted": ("after_step",) + STATUS_KEYS,
-    "fork_paused": ("after_step", "latency_ms"),
-    "history_load_failure": (),
-    "persistence_failure": (),
-    "stream_cut": ("after_events",),
-}
-MAX_MILLISECONDS = 600_000
 
-# What a `status` fault answers when only the status is given: upstream's own wording where
-# upstream has one (503 storage, 429 concurrency cap, D5's 500), a neutral one otherwise.
-_STATUS_DEFAULTS: dict[int, dict[str, Any]] = {
-    503: {"message": "Session database unavailable", "code": "session_db_unavailable", "type": "invalid_request_error"},
-    500: {"message": "Internal server error", "code": None, "type": "server_error"},
-    429: {"message": "Too many concurrent runs (max 1)", "code": "rate_limit_exceeded", "type": "rate_limit_error",
-          "headers": {"Retry-After": "1"}},
-}
 
 @dataclass
 class RequestContext:
@@ -113,7 +77,7 @@ class Fault:
     """One installed fault and how often it has fired."""
 
     id: str
-    kind: str
+    kind: FaultKind
     routes: frozenset[str]
     method: str | None
     session_id: str | None
@@ -160,42 +124,6 @@ class Fault:
         return {**self.spec, "fired": self.fired, "remaining": remaining}
 
 
-def _header_text(value: Any) -> bool:
-    """Whether `value` can be sent as a header name or value (HTTP/1.1 is Latin-1, one line)."""
-    if not isinstance(value, str) or any(ch in value for ch in "\r\n\x00"):
-        return False
-    try:
-        value.encode("latin-1")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _status_params(check: Checker, spec: Mapping[str, Any], path: str, default_status: int | None) -> dict[str, Any]:
-    status = spec.get("status", default_status)
-    if status is None:
-        return {}
-    if isinstance(status, bool) or not isinstance(status, int) or not 400 <= status <= 599:
-        check.fail(child(path, "status"), f"must be an HTTP error status (400-599), got {status!r}")
-        return {}
-    defaults = _STATUS_DEFAULTS.get(status, {
-        "message": f"Injected fault (HTTP {status})", "code": "injected_fault",
-        "type": "invalid_request_error" if status < 500 else "server_error",
-    })
-    headers = spec.get("headers", defaults.get("headers", {}))
-    if not isinstance(headers, dict) or not all(_header_text(k) and _header_text(v) for k, v in headers.items()):
-        check.fail(child(path, "headers"), "must be an object of header names to Latin-1 string values without CR/LF/NUL")
-        headers = {}
-    return {
-        "status": status,
-        "message": check.text(spec, "message", path, nullable=False) if "message" in spec else defaults["message"],
-        "code": check.text(spec, "code", path) if "code" in spec else defaults["code"],
-        "type": check.text(spec, "type", path, nullable=False) if "type" in spec else defaults["type"],
-        "param": check.text(spec, "param", path),
-        "headers": dict(headers),
-    }
-
-
 class FaultRegistry:
     """The installed faults of one server, in installation order."""
 
@@ -205,7 +133,8 @@ class FaultRegistry:
 
     # -- installing --------------------------------------------------------
 
-    def _routes(self, check: Checker, spec: Mapping[str, Any], path: str, kind: str) -> tuple[frozenset[str], str | None]:
+    def _routes(self, check: Checker, spec: Mapping[str, Any], path: str, kind: FaultKind
+                ) -> tuple[frozenset[str], str | None]:
         route = spec.get("route", "*")
         method = spec.get("method")
         where = child(path, "route")
@@ -214,7 +143,7 @@ class FaultRegistry:
             method = None
         method = method.upper() if method else None
         if route == "*":
-            routes = SESSION_ROUTES & self.route_names if kind in PIPELINE_KINDS else frozenset(HOOK_ROUTES[kind])
+            routes = SESSION_ROUTES & self.route_names if kind.hook_routes is None else frozenset(kind.hook_routes)
         elif isinstance(route, str) and route in OPERATIONS:
             name, op_method = OPERATIONS[route]
             if method not in (None, op_method):
@@ -226,8 +155,8 @@ class FaultRegistry:
             known = sorted(set(OPERATIONS) | self.route_names)
             check.fail(where, f"unknown route {route!r}; use * or one of {', '.join(known)}")
             return frozenset(), method
-        if kind in HOOK_ROUTES and not routes <= set(HOOK_ROUTES[kind]):
-            check.fail(where, f"a {kind} fault acts only on {', '.join(HOOK_ROUTES[kind])}")
+        if kind.hook_routes is not None and not routes <= set(kind.hook_routes):
+            check.fail(where, f"a {kind.name} fault acts only on {', '.join(kind.hook_routes)}")
         return routes, method
 
     def _times(self, check: Checker, spec: Mapping[str, Any], path: str) -> int | None:
@@ -243,11 +172,12 @@ class FaultRegistry:
         if not isinstance(raw, dict):
             check.fail(path, f"must be an object, got {describe(raw)}")
             return None
-        kind = raw.get("kind")
-        if kind not in KINDS:
-            check.fail(child(path, "kind"), f"must be one of {', '.join(KINDS)}; got {kind!r}")
+        name = raw.get("kind")
+        kind = KINDS.get(name) if isinstance(name, str) else None
+        if kind is None:
+            check.fail(child(path, "kind"), f"must be one of {', '.join(KINDS)}; got {name!r}")
             return None
-        spec = check.obj(raw, path, COMMON_KEYS + KIND_KEYS[kind])
+        spec = check.obj(raw, path, COMMON_KEYS + kind.keys)
         if spec is None:
             return None
         fault_id = check.text(spec, "id", path, non_empty=True)
@@ -262,29 +192,9 @@ class FaultRegistry:
         probability = check.number(spec, "probability", path, minimum=0.0, maximum=1.0)
         seed = check.integer(spec, "seed", path) or 0
         params: dict[str, Any] = {}
-        if "when" in KIND_KEYS[kind]:
+        if "when" in kind.keys:
             params["when"] = check.choice(spec, "when", path, ("before", "after"), default="before")
-        if kind == "status":
-            params.update(_status_params(check, spec, path, 503))
-        elif kind == "fork_interrupted":
-            if "after_step" not in spec:
-                check.fail(child(path, "after_step"), f"is required: 1 to {FORK_STEPS}")
-            params["after_step"] = check.integer(spec, "after_step", path, minimum=1, maximum=FORK_STEPS)
-            params.update(_status_params(check, spec, path, None))
-        elif kind == "fork_paused":
-            for key, top in (("after_step", FORK_STEPS - 1), ("latency_ms", MAX_MILLISECONDS)):
-                if key not in spec:
-                    check.fail(child(path, key), "is required")
-                params[key] = check.integer(spec, key, path, minimum=1, maximum=top)
-        elif kind in STORAGE_KINDS:  # duration_ms optional: without it, the matching request's writes
-            params["duration_ms"] = check.integer(spec, "duration_ms", path, minimum=1, maximum=MAX_MILLISECONDS)
-        else:
-            required = {"latency": "latency_ms", "storage_unavailable": "duration_ms", "stream_cut": "after_events"}.get(kind)
-            if required:
-                value = check.integer(spec, required, path, minimum=0 if kind == "stream_cut" else 1, maximum=MAX_MILLISECONDS)
-                if value is None and required not in spec:
-                    check.fail(child(path, required), "is required")
-                params[required] = value
+        params.update(kind.parse(check, spec, path))
         normal = {"id": fault_id, **dict(spec)}
         normal.setdefault("route", "*")
         normal.setdefault("times", "always" if times is None else times)
@@ -315,19 +225,22 @@ class FaultRegistry:
     def clear(self) -> None:
         self.faults = []
 
+    async def reset(self) -> None:
+        """`clear`, as a registered part of the server's state."""
+        self.clear()
+
     def as_json(self) -> list[dict[str, Any]]:
         return [f.as_json() for f in self.faults]
 
     # -- firing ------------------------------------------------------------
 
-    def firing(self, ctx: RequestContext, kinds: Iterable[str], when: str) -> Iterator[Fault]:
-        """The faults of `kinds` for phase `when` that match and fire, lazily, in installation order.
-
-        Lazy so that a fault after the one that answers the request is not counted as fired.
+    def firing(self, ctx: RequestContext, when: str) -> Iterator[Fault]:
+        """The faults acting around handlers for phase `when` that match and fire, lazily, in
+        installation order. Lazy so that a fault after the one that answers the request is not
+        counted as fired.
         """
-        kinds = set(kinds)
         for fault in self.faults:
-            if fault.kind in kinds and fault.when == when and fault.matches(ctx) and fault.fire(ctx):
+            if fault.kind.hook_routes is None and fault.when == when and fault.matches(ctx) and fault.fire(ctx):
                 yield fault
 
     def decide(self, ctx: RequestContext, kind: str, **where: Any) -> Fault | None:
@@ -336,7 +249,7 @@ class FaultRegistry:
         if key not in ctx.decisions:
             ctx.decisions[key] = next(
                 (f for f in self.faults
-                 if f.kind == kind and all(f.params.get(k) == v for k, v in where.items())
+                 if f.kind.name == kind and all(f.params.get(k) == v for k, v in where.items())
                  and f.matches(ctx) and f.fire(ctx)),
                 None,
             )

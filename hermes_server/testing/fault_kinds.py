@@ -1,0 +1,240 @@
+"""The fault kinds of `/_fixture/faults`, one class each, and their registry (`KINDS`).
+
+A kind says which keys of a fault document it takes (`keys`), checks and reads
+them (`parse`), where it may act (`hook_routes`: None for the kinds that act
+around any handler, else the routes whose use case asks for it through
+chat/hooks.py), and, for the kinds that act around the handler, what it does
+there (`act`). testing/faults.py parses a document with them; the fault layer
+calls `act`; the hooks ask the registry for a kind by name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, ClassVar, Mapping, Protocol
+
+from starlette.responses import Response
+
+from hermes_server.http.errors import ErrorMap, InjectedStatus
+from hermes_server.testing.storage_gate import StorageGate, refuse_request_writes
+from hermes_server.testing.transport import ConnectionReset
+from hermes_server.testing.validate import Checker, child
+
+FORK_STEPS = 4
+MAX_MILLISECONDS = 600_000
+CHAT_ROUTES = ("session_chat", "session_chat_stream")
+STATUS_KEYS = ("status", "message", "code", "type", "param", "headers")
+
+# What a `status` fault answers when only the status is given: upstream's own wording where
+# upstream has one (503 storage, 429 concurrency cap, D5's 500), a neutral one otherwise.
+_STATUS_DEFAULTS: dict[int, dict[str, Any]] = {
+    503: {"message": "Session database unavailable", "code": "session_db_unavailable", "type": "invalid_request_error"},
+    500: {"message": "Internal server error", "code": None, "type": "server_error"},
+    429: {"message": "Too many concurrent runs (max 1)", "code": "rate_limit_exceeded", "type": "rate_limit_error",
+          "headers": {"Retry-After": "1"}},
+}
+
+
+class Fault(Protocol):
+    """What a kind's `act` reads of the installed fault that fired (testing/faults.py's `Fault`)."""
+
+    params: dict[str, Any]
+
+    def error(self) -> InjectedStatus: ...
+
+
+def _header_text(value: Any) -> bool:
+    """Whether `value` can be sent as a header name or value (HTTP/1.1 is Latin-1, one line)."""
+    if not isinstance(value, str) or any(ch in value for ch in "\r\n\x00"):
+        return False
+    try:
+        value.encode("latin-1")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _status_params(check: Checker, spec: Mapping[str, Any], path: str, default_status: int | None) -> dict[str, Any]:
+    status = spec.get("status", default_status)
+    if status is None:
+        return {}
+    if isinstance(status, bool) or not isinstance(status, int) or not 400 <= status <= 599:
+        check.fail(child(path, "status"), f"must be an HTTP error status (400-599), got {status!r}")
+        return {}
+    defaults = _STATUS_DEFAULTS.get(status, {
+        "message": f"Injected fault (HTTP {status})", "code": "injected_fault",
+        "type": "invalid_request_error" if status < 500 else "server_error",
+    })
+    headers = spec.get("headers", defaults.get("headers", {}))
+    if not isinstance(headers, dict) or not all(_header_text(k) and _header_text(v) for k, v in headers.items()):
+        check.fail(child(path, "headers"), "must be an object of header names to Latin-1 string values without CR/LF/NUL")
+        headers = {}
+    return {
+        "status": status,
+        "message": check.text(spec, "message", path, nullable=False) if "message" in spec else defaults["message"],
+        "code": check.text(spec, "code", path) if "code" in spec else defaults["code"],
+        "type": check.text(spec, "type", path, nullable=False) if "type" in spec else defaults["type"],
+        "param": check.text(spec, "param", path),
+        "headers": dict(headers),
+    }
+
+
+def _required(check: Checker, spec: Mapping[str, Any], path: str, key: str, minimum: int) -> int | None:
+    """A required millisecond or count value: checked first, then reported missing."""
+    value = check.integer(spec, key, path, minimum=minimum, maximum=MAX_MILLISECONDS)
+    if value is None and key not in spec:
+        check.fail(child(path, key), "is required")
+    return value
+
+
+class FaultKind:
+    """One kind of fault: the base takes no keys of its own and does nothing around a handler."""
+
+    name: ClassVar[str]
+    # The kind's own keys of a fault document (besides the common ones).
+    keys: ClassVar[tuple[str, ...]] = ()
+    # The routes a use-case hook acts on for this kind; None: it acts around any route's handler.
+    hook_routes: ClassVar[tuple[str, ...] | None] = None
+
+    def parse(self, check: Checker, spec: Mapping[str, Any], path: str) -> dict[str, Any]:
+        """The kind's params from a checked document (problems go to `check`)."""
+        return {}
+
+    async def act(self, fault: Fault, gate: StorageGate, errors: ErrorMap) -> Response | None:
+        """Around the handler: a response replaces the handler's (before) or its answer (after)."""
+        return None
+
+
+class Status(FaultKind):
+    """Answer an error envelope instead of the handler's (503 by default)."""
+
+    name = "status"
+    keys = ("when", *STATUS_KEYS)
+
+    def parse(self, check: Checker, spec: Mapping[str, Any], path: str) -> dict[str, Any]:
+        return _status_params(check, spec, path, 503)
+
+    async def act(self, fault: Fault, gate: StorageGate, errors: ErrorMap) -> Response | None:
+        return errors.render(fault.error())
+
+
+class Latency(FaultKind):
+    """Wait `latency_ms` before or after the handler."""
+
+    name = "latency"
+    keys = ("when", "latency_ms")
+
+    def parse(self, check: Checker, spec: Mapping[str, Any], path: str) -> dict[str, Any]:
+        return {"latency_ms": _required(check, spec, path, "latency_ms", 1)}
+
+    async def act(self, fault: Fault, gate: StorageGate, errors: ErrorMap) -> Response | None:
+        await asyncio.sleep(fault.params["latency_ms"] / 1000)
+        return None
+
+
+class ConnectionResetKind(FaultKind):
+    """Drop the connection with no response at all."""
+
+    name = "connection_reset"
+    keys = ("when",)
+
+    async def act(self, fault: Fault, gate: StorageGate, errors: ErrorMap) -> Response | None:
+        return ConnectionReset()
+
+
+class StorageUnavailable(FaultKind):
+    """The route's database refuses every operation for `duration_ms`, as if it could not be opened."""
+
+    name = "storage_unavailable"
+    keys = ("duration_ms",)
+
+    def parse(self, check: Checker, spec: Mapping[str, Any], path: str) -> dict[str, Any]:
+        return {"duration_ms": _required(check, spec, path, "duration_ms", 1)}
+
+    async def act(self, fault: Fault, gate: StorageGate, errors: ErrorMap) -> Response | None:
+        gate.fail_for(fault.params["duration_ms"] / 1000)
+        return None
+
+
+class StorageFailure(FaultKind):
+    """Writes fail as a full disk, a read-only file or an I/O error does: those of the matching
+    request (and of the chat turn it starts), or with `duration_ms` every write for that long."""
+
+    keys = ("duration_ms",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name  # type: ignore[misc]  # one class, three storage conditions
+
+    def parse(self, check: Checker, spec: Mapping[str, Any], path: str) -> dict[str, Any]:
+        return {"duration_ms": check.integer(spec, "duration_ms", path, minimum=1, maximum=MAX_MILLISECONDS)}
+
+    async def act(self, fault: Fault, gate: StorageGate, errors: ErrorMap) -> Response | None:
+        duration_ms = fault.params["duration_ms"]
+        if duration_ms is None:
+            refuse_request_writes(self.name)
+        else:
+            gate.refuse_all_for(self.name, duration_ms / 1000)
+        return None
+
+
+class ForkInterrupted(FaultKind):
+    """Stop a fork after its write number `after_step`: a dropped connection, or the given status."""
+
+    name = "fork_interrupted"
+    keys = ("after_step", *STATUS_KEYS)
+    hook_routes = ("session_fork",)
+
+    def parse(self, check: Checker, spec: Mapping[str, Any], path: str) -> dict[str, Any]:
+        if "after_step" not in spec:
+            check.fail(child(path, "after_step"), f"is required: 1 to {FORK_STEPS}")
+        params = {"after_step": check.integer(spec, "after_step", path, minimum=1, maximum=FORK_STEPS)}
+        return {**params, **_status_params(check, spec, path, None)}
+
+
+class ForkPaused(FaultKind):
+    """Wait `latency_ms` after a fork's write number `after_step` (a delete can land there)."""
+
+    name = "fork_paused"
+    keys = ("after_step", "latency_ms")
+    hook_routes = ("session_fork",)
+
+    def parse(self, check: Checker, spec: Mapping[str, Any], path: str) -> dict[str, Any]:
+        params: dict[str, Any] = {}
+        for key, top in (("after_step", FORK_STEPS - 1), ("latency_ms", MAX_MILLISECONDS)):
+            if key not in spec:
+                check.fail(child(path, key), "is required")
+            params[key] = check.integer(spec, key, path, minimum=1, maximum=top)
+        return params
+
+
+class HistoryLoadFailure(FaultKind):
+    """The chat turn cannot load its history."""
+
+    name = "history_load_failure"
+    hook_routes = CHAT_ROUTES
+
+
+class PersistenceFailure(FaultKind):
+    """The chat turn answers but does not store its messages."""
+
+    name = "persistence_failure"
+    hook_routes = CHAT_ROUTES
+
+
+class StreamCut(FaultKind):
+    """A stream ends after `after_events` events, with no `done` and no clean end of the body."""
+
+    name = "stream_cut"
+    keys = ("after_events",)
+    hook_routes = ("session_chat_stream", "run_events", "responses")
+
+    def parse(self, check: Checker, spec: Mapping[str, Any], path: str) -> dict[str, Any]:
+        return {"after_events": _required(check, spec, path, "after_events", 0)}
+
+
+# Every kind by name, in the order error messages list them.
+KINDS: dict[str, FaultKind] = {kind.name: kind for kind in (
+    Status(), Latency(), ConnectionResetKind(), StorageUnavailable(),
+    StorageFailure("disk_full"), StorageFailure("read_only"), StorageFailure("io_error"),
+    ForkInterrupted(), ForkPaused(), HistoryLoadFailure(), PersistenceFailure(), StreamCut(),
+)}
