@@ -9,7 +9,7 @@ modes, so a handler never asks whether a test feature is switched on.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from hermes_server.agents.base import Agent
@@ -22,6 +22,7 @@ from hermes_server.config import Settings
 from hermes_server.domain.clock import Clock
 from hermes_server.domain.ids import IdSource
 from hermes_server.domain.quirks import DEFAULT_QUIRKS, Quirks
+from hermes_server.state import StateRegistry
 from hermes_server.store.db import Database
 from hermes_server.store.read_cache import ReadCache
 from hermes_server.store.responses import ResponseStore
@@ -53,8 +54,10 @@ class AppContext:
     turns: TurnTasks = field(default_factory=TurnTasks)
     # /v1/chat/completions answers remembered by Idempotency-Key.
     replays: ReplayCache = field(default_factory=ReplayCache)
+    # The stateful parts registered for reset (`POST /_fixture/reset` walks them).
+    state: StateRegistry = field(default_factory=StateRegistry)
     # When this app began serving, as /health/detailed reports it.
-    started_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat())
+    started_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
     # Structured runs (in memory, as upstream keeps them) and the Responses API store
     # (response_store.db beside state.db, opened when the server starts).
     runs: Runs = field(init=False)

@@ -13,17 +13,32 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any
 
+from hermes_server.domain.errors import SchemaMismatch
 from hermes_server.hermrun.errors import NotFound
 from hermes_server.hermrun.requests import CreateRequest, ListQuery, UpdateRequest
 from hermes_server.hermrun.rules import (
-    ARCHIVED, IDLE, STATUSES, Agent, Allowance, Version, Window, check_inactive, check_role, default_agent,
-    resolve_version, session_id, take_conversation,
+    ARCHIVED,
+    IDLE,
+    STATUSES,
+    Agent,
+    Allowance,
+    Version,
+    Window,
+    check_inactive,
+    check_role,
+    default_agent,
+    resolve_version,
+    session_id,
+    take_conversation,
 )
-from hermes_server.domain.errors import SchemaMismatch
-from hermes_server.store.db import Database, fetch_dicts, loop_read
+from hermes_server.store.db import fetch_dicts, loop_read
+
+if TYPE_CHECKING:
+    from hermes_server.families import MakeDb
 
 FILE_NAME = "herm-run.db"
 SCHEMA_VERSION = 1
@@ -301,9 +316,9 @@ def _set_state(conn: sqlite3.Connection, sid: str, status: str | None, usage: di
 class HermRunStore:
     """The herm.run operations over herm-run.db; opened on first use, like state.db."""
 
-    def __init__(self, home: Path, *, reader_threads: int = 1, write_retry_seconds: float = 15.0) -> None:
-        self.db = Database(home / FILE_NAME, reader_threads=reader_threads,
-                           write_retry_seconds=write_retry_seconds, prepare=prepare)
+    def __init__(self, home: Path, make_db: MakeDb) -> None:
+        # The composition root chooses reader threads and write retries, as for state.db.
+        self.db = make_db(home / FILE_NAME, prepare=prepare)
 
     async def create(self, request: CreateRequest, now: float, default: Allowance,
                      deterministic: bool) -> dict[str, Any]:
@@ -339,7 +354,9 @@ class HermRunStore:
         return await self.db.write(_set_state, sid, status, usage, now)
 
     async def reset(self) -> None:
-        """Test control: empty herm-run.db (allowance counters and the id counter included)."""
+        """Test control: empty herm-run.db (allowance use and the id counter included), as a
+        fresh server finds it, and end a storage outage a fault began on it."""
+        self.db.end_outage()
         await self.db.write(clear)
 
     async def close(self) -> None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from starlette.types import ASGIApp
 
 from hermes_server.chat.hooks import Hooks
+from hermes_server.families import Family, FixtureParts
 from hermes_server.http.errors import ErrorMap
 from hermes_server.http.routing import Route
 from hermes_server.store.db import Database
@@ -24,7 +25,6 @@ from hermes_server.testing.routes import build_fixture_routes
 
 if TYPE_CHECKING:
     from hermes_server.context import AppContext
-    from hermes_server.hermrun.store import HermRunStore
 
 # How long a reset waits for chat turns still running before it wipes the state anyway.
 RESET_TURN_WAIT_SECONDS = 10.0
@@ -32,20 +32,21 @@ RESET_TURN_WAIT_SECONDS = 10.0
 
 class Control:
     """Installed faults, the request journal and the start fixture of one server, and the
-    herm.run dialect's store when it is served (resets, seeds and its control route reach it)."""
+    served dialects' units (resets and seeds reach their stores, their control routes are added)."""
 
     def __init__(self, route_names: list[str], start_fixture: StartFixture | None,
-                 herm_store: HermRunStore | None = None) -> None:
+                 families: tuple[Family, ...] = (), parts: FixtureParts | None = None) -> None:
         self.faults = FaultRegistry(route_names)
         self.journal = Journal()
         self.start_fixture = start_fixture
-        self.herm_store = herm_store
+        self.families = families
+        self.parts = parts or FixtureParts()
         self.hooks: Hooks = FaultHooks(self.faults)
 
     async def reset(self, ctx: AppContext, to_fixture: bool) -> LoadResult:
         """Back to the start: no faults, an empty journal, a rewound clock and id source, and an
-        empty database or exactly the start fixture (herm-run.db too, allowance use and the
-        id counter included, when the dialect is served). The storage outage a fault began ends too.
+        empty database or exactly the start fixture (each served dialect's store too, emptied
+        as a fresh server finds it). The storage outage a fault began ends too.
 
         Chat turns still running (a client that went away does not stop them) are given
         time to finish first, so none of them writes into the fresh state; live runs are
@@ -58,13 +59,14 @@ class Control:
         self.faults.clear()
         self.journal.clear()
         ctx.db.end_outage()
-        if self.herm_store is not None:
-            self.herm_store.db.end_outage()
+        for family in self.families:
+            for part in family.resettables.values():
+                await part.reset()
         ctx.clock.restart()
         ctx.ids.restart()
         if to_fixture and self.start_fixture is not None:
             return await self.start_fixture.load(ctx.db, ctx.now(), replace=True)
-        return await reset_state(ctx.db, self.herm_store)
+        return await reset_state(ctx.db, self.parts)
 
     def wrap_routes(self, routes: list[Route], errors: ErrorMap, db: Database,
                     databases: dict[str, Database] | None = None) -> list[Route]:
@@ -74,11 +76,7 @@ class Control:
         which its storage faults act on."""
         layer = FaultLayer(self.faults, errors, db)
         wrapped = [layer.wrap(route, (databases or {}).get(route.name)) for route in routes]
-        extra: list[Route] = []
-        if self.herm_store is not None:
-            from hermes_server.testing.hermrun import control_routes
-
-            extra = control_routes(self.herm_store)
+        extra = [route for family in self.families for route in family.control_routes()]
         return wrapped + build_fixture_routes(self) + extra
 
     def wrap_app(self, app: ASGIApp) -> ASGIApp:
