@@ -9,7 +9,7 @@ option rows while the parser imports the dialects.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 
 def main(argv: Sequence[str] | None = None) -> int:
