@@ -59,9 +59,7 @@ class Control:
         self.faults.clear()
         self.journal.clear()
         ctx.db.end_outage()
-        for family in self.families:
-            for part in family.resettables.values():
-                await part.reset()
+        await ctx.state.reset()  # the registered parts (each served dialect's store among them)
         ctx.clock.restart()
         ctx.ids.restart()
         if to_fixture and self.start_fixture is not None:

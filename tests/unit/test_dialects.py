@@ -86,3 +86,21 @@ def test_the_state_registry_resets_in_registration_order_and_refuses_a_second_na
     registry.register("x", StateRegistry())
     with pytest.raises(ValueError, match="'x'"):
         registry.register("x", StateRegistry())
+
+
+def test_the_app_composes_a_served_dialect_from_its_unit_alone(tmp_path: Path) -> None:
+    """Routes, their database, components, CORS headers and resettables come from the Family."""
+    from hermes_server.app import HermesApp
+    from hermes_server.config import Settings
+
+    plain = HermesApp(Settings(home=tmp_path / "plain"))
+    assert plain.dialects.families == () and dict(plain.context.state.parts()) == {}
+    for dialect in KNOWN:
+        app = HermesApp(Settings(home=tmp_path / dialect.switch, extras={dialect.switch: True}))
+        (family,) = app.dialects.families
+        served = {route.name for route in app.context.routes}
+        assert {route.name for route in family.routes} <= served
+        assert set(app.dialects.databases) == {route.name for route in family.routes}
+        assert app.dialects.cors_headers == family.cors_headers
+        assert dict(app.context.state.parts()) == dict(family.resettables)
+        assert app.settings.extras.keys() >= dialect.defaults().keys()  # every row of its own readable
