@@ -76,7 +76,7 @@ class Settings:
     upstream_quirks: bool = False
     # The values of the known dialects' own options, by their rows' `dest` (each dialect's
     # switch among them); read as attributes, like the fields above.
-    extras: Mapping[str, Any] = field(default_factory=dict)
+    extras: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     def __getattr__(self, name: str) -> Any:
         """A dialect's option value (`settings.<dest>`), so its code reads it like any other knob."""

@@ -22,6 +22,7 @@ from hermes_server.state import Resettable
 
 if TYPE_CHECKING:
     from hermes_server.cli.options import Option
+    from hermes_server.http.errors import Handler
     from hermes_server.http.routing import Route
     from hermes_server.store.db import Database, Prepare
 
@@ -60,7 +61,7 @@ class Family:
     databases: Mapping[str, Database] = field(default_factory=dict)
     # Rows merged into the app's error table (a dialect whose routes carry their own
     # envelope's `ErrorMap` adds none).
-    errors: Mapping[type[BaseException], Callable[..., Any]] = field(default_factory=dict)
+    errors: Mapping[type[BaseException], Handler] = field(default_factory=dict)
     # OpenAPI components (by section) its operations name.
     components: Mapping[str, Any] = field(default_factory=dict)
     # Request headers browsers may send to it (CORS `Access-Control-Allow-Headers`).

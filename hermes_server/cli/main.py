@@ -44,7 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hermes-server", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--version", action="version", version=f"hermes-server {__version__} (emulates hermes-agent {UPSTREAM_VERSION})")
+    parser.add_argument("--version", action="version",
+                        version=f"hermes-server {__version__} (emulates hermes-agent {UPSTREAM_VERSION})")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     serve = commands.add_parser(
         "serve",

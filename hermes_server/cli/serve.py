@@ -39,7 +39,7 @@ def settings_from_args(args: argparse.Namespace) -> tuple[Settings, bool]:
             raise OptionError(f"refusing to start: {problem}")
         key = key.strip()
     settled: dict[str, object] = {}
-    for dialect, own in zip(KNOWN, extras):
+    for dialect, own in zip(KNOWN, extras, strict=True):
         settled.update(dialect.settle(own))
     return Settings(api_key=key, extras=settled, **values), no_auth
 

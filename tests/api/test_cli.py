@@ -6,8 +6,8 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 import pytest
@@ -227,8 +227,9 @@ def test_help_explains_every_option() -> None:
     from hermes_server.cli.main import build_parser
 
     parser = build_parser()
-    serve_parser = next(a for a in parser._subparsers._group_actions[0].choices.values() if a.prog.endswith("serve"))
-    for action in serve_parser._actions:
+    serve_parser = next(a for a in parser._subparsers._group_actions[0].choices.values()  # noqa: SLF001 - argparse has no public API
+                        if a.prog.endswith("serve"))
+    for action in serve_parser._actions:  # noqa: SLF001
         if action.option_strings and action.dest != "help":
             assert action.help and len(action.help) > 15, action.option_strings
             assert action.option_strings[0] in text

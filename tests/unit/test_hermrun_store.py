@@ -59,7 +59,7 @@ def test_a_foreign_file_is_refused_untouched(tmp_path: Path) -> None:
     with sqlite3.connect(path) as conn:
         conn.execute("CREATE TABLE other (x)")
     before = path.read_bytes()
-    with pytest.raises(SchemaMismatch, match="is not a herm-run.db"):
+    with pytest.raises(SchemaMismatch, match=r"is not a herm-run\.db"):
         run(tmp_path, lambda s: s.get("x"))
     assert path.read_bytes() == before
 
