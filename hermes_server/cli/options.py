@@ -206,11 +206,11 @@ class Option:
                 raise OptionError(f"{self.env}={raw!r} must be one of "
                                   f"{'/'.join(_TRUE)} (on) or {'/'.join(_FALSE)} (off)")
             return bool(given) or raw.lower() in _TRUE
+        from_env = env_text(self.env) if self.env else None
         if given is not None:
             source, raw = self.flag, given
-        elif self.env and env_text(self.env) is not None:
-            raw = env_text(self.env)
-            source = f"{self.env}={raw!r}"
+        elif from_env is not None:
+            source, raw = f"{self.env}={from_env!r}", from_env
         else:
             return self.default
         try:

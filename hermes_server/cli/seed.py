@@ -6,15 +6,18 @@ import argparse
 import sys
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes_server.cli.options import HOME
 from hermes_server.config import Settings
 from hermes_server.dialects import KNOWN
 from hermes_server.families import Family, FixtureParts
 
+if TYPE_CHECKING:
+    from hermes_server.testing.load import LoadResult
 
-async def _seed(home: Path, document: Any, now: float, replace: bool) -> tuple[Any, FixtureParts]:
+
+async def _seed(home: Path, document: Any, now: float, replace: bool) -> tuple[LoadResult, FixtureParts]:
     """Load `document`, each known dialect whose key it uses opened on its own file for the load."""
     from hermes_server.store.db import Database
     from hermes_server.testing.load import seed_home

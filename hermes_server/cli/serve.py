@@ -138,8 +138,9 @@ def serve(args: argparse.Namespace) -> int:
         proxy_headers=False,
         # On SIGTERM/SIGINT: stop accepting, let in-flight requests and streams finish for up
         # to this long, then cancel them (app.py closes a cut stream with its last chunk);
-        # chat turns and state.db are closed last, in lifespan shutdown.
-        timeout_graceful_shutdown=settings.shutdown_grace_seconds,
+        # chat turns and state.db are closed last, in lifespan shutdown. uvicorn's annotation
+        # says int, but it waits with asyncio.wait_for, which takes fractions (--shutdown-grace 0.5).
+        timeout_graceful_shutdown=settings.shutdown_grace_seconds,  # type: ignore[arg-type]
         lifespan="on",
         # httptools with byte limits on the request head (cli/transport.py).
         http=protocol_for(HeadLimits(settings.max_request_line, settings.max_header_bytes,
