@@ -6,8 +6,9 @@ table from each route family's module, the request pipeline, and, only when aske
 for, the test-control layers,
 each stacked once here (the way Datasette's `app()` wraps `asgi = Layer(asgi)`), so
 the default server has no per-request branch for them. The test-control package is
-imported only when a test feature is switched on, and the herm.run dialect only when
-`--herm-run` is: without it its paths are simply not routed.
+imported only when a test feature is switched on, and a dialect's modules only when its
+switch is: without it its paths are simply not routed. Each served dialect is one unit
+(`families.Family`) whose parts are composed here by one loop each, never by name.
 """
 
 from __future__ import annotations
@@ -26,11 +27,13 @@ from hermes_server.chat.slots import Slots
 from hermes_server.chat.tasks import TurnTasks
 from hermes_server.config import Settings
 from hermes_server.context import AppContext
+from hermes_server.dialects import KNOWN
 from hermes_server.domain.clock import Clock
 from hermes_server.domain.ids import IdSource
 from hermes_server.domain.quirks import Quirks
-from hermes_server.http.errors import HERMES_ERRORS, ErrorMap
+from hermes_server.families import Family, FixtureParts, with_defaults
 from hermes_server.http.deviations import deviation_rows
+from hermes_server.http.errors import HERMES_ERRORS, ErrorMap
 from hermes_server.http.job_errors import job_error_rows
 from hermes_server.http.pipeline import Pipeline
 from hermes_server.http.routing import Route, Router
@@ -45,7 +48,6 @@ from hermes_server.store.responses import ResponseStore
 from hermes_server.store.seeding import SessionRows
 
 if TYPE_CHECKING:
-    from hermes_server.hermrun.store import HermRunStore
     from hermes_server.testing.load import StartFixture
     from hermes_server.testing.storage_gate import StorageGates
 
@@ -56,10 +58,14 @@ def build_routes() -> list[Route]:
             *runs.routes(), *catalog.routes(), *jobs.routes()]
 
 
-def build_errors(quirks: Quirks) -> ErrorMap:
-    """The app's error table: the Hermes rows, the jobs rows, and for each documented deviation
-    hermes-server's answer or 0.19.0's, as `quirks` chooses (once, here)."""
-    return ErrorMap({**HERMES_ERRORS.handlers, **job_error_rows(quirks), **deviation_rows(quirks, HERMES_ERRORS)})
+def build_errors(quirks: Quirks, families: tuple[Family, ...] = ()) -> ErrorMap:
+    """The app's error table: the Hermes rows, the jobs rows, for each documented deviation
+    hermes-server's answer or 0.19.0's, as `quirks` chooses (once, here), and the rows the
+    served dialects add."""
+    rows = {**HERMES_ERRORS.handlers, **job_error_rows(quirks), **deviation_rows(quirks, HERMES_ERRORS)}
+    for family in families:
+        rows.update(family.errors)
+    return ErrorMap(rows)
 
 
 class DatabaseMaker:
@@ -81,36 +87,45 @@ class DatabaseMaker:
 
 @dataclass
 class Dialects:
-    """What the dialects switched on add: routes, their databases, OpenAPI components."""
+    """The served dialects' units, and what they add together: routes, the database of each
+    route (its storage faults act on it), OpenAPI components, CORS request headers."""
 
+    families: tuple[Family, ...] = ()
     routes: list[Route] = field(default_factory=list)
-    # The database each dialect route is served from (its storage faults act on it).
     databases: dict[str, Database] = field(default_factory=dict)
     components: dict[str, Any] = field(default_factory=dict)
-    herm_store: HermRunStore | None = None
+    cors_headers: tuple[str, ...] = ()
 
     @classmethod
     def build(cls, settings: Settings, make_db: DatabaseFactory) -> Dialects:
-        if not settings.herm_run:
-            return cls()
-        from hermes_server.hermrun import openapi as herm_openapi
-        from hermes_server.hermrun.routes import build_routes as herm_routes
-        from hermes_server.hermrun.store import HermRunStore
+        """Build each known dialect whose switch is on, its files opened like state.db."""
+        families = tuple(d.build(settings, make_db) for d in KNOWN if d.served(settings))
+        built = cls(families)
+        for family in families:
+            built.routes += family.routes
+            built.databases.update(family.databases)
+            built.components.update(family.components)
+            built.cors_headers += family.cors_headers
+        return built
 
-        store = HermRunStore(settings.home, make_db=make_db)
-        routes = herm_routes(store)
-        return cls(routes, {route.name: store.db for route in routes}, herm_openapi.COMPONENTS, store)
+    def fixture_parts(self, settings: Settings) -> FixtureParts:
+        return FixtureParts.of(KNOWN, settings, self.families)
+
+    def register(self, state: StateRegistry) -> None:
+        for family in self.families:
+            for name, part in family.resettables.items():
+                state.register(name, part)
 
     async def close(self) -> None:
-        if self.herm_store is not None:
-            await self.herm_store.close()
+        for family in self.families:
+            await family.close()
 
 
 class HermesApp:
     """The ASGI callable: lifespan here, HTTP through the composed layers."""
 
     def __init__(self, settings: Settings) -> None:
-        self.settings = settings
+        self.settings = settings = with_defaults(settings, KNOWN)
         gates = None
         if settings.fixture_api:
             from hermes_server.testing.storage_gate import StorageGates
@@ -121,14 +136,16 @@ class HermesApp:
         self.dialects = dialects = Dialects.build(settings, make_db)
         routes = build_routes() + dialects.routes
         quirks = Quirks.upstream(settings.upstream_quirks)
-        errors = build_errors(quirks)
-        start_fixture = self._start_fixture(settings, dialects.herm_store)
+        errors = build_errors(quirks, dialects.families)
+        parts = dialects.fixture_parts(settings)
+        start_fixture = self._start_fixture(settings, parts)
         state = StateRegistry()
         control = None
         if gates is not None:
             from hermes_server.testing.control import Control
 
-            control = Control([route.name for route in routes], start_fixture, dialects.herm_store, gates=gates)
+            control = Control([route.name for route in routes], start_fixture, dialects.families, parts,
+                              gates=gates)
             routes = control.wrap_routes(routes, errors, db, dialects.databases)
             control.register(state)  # first: an injected outage ends before state.db is emptied
         clock, turns = Clock(settings.deterministic), TurnTasks()
@@ -147,12 +164,12 @@ class HermesApp:
         self.http: ASGIApp = control.wrap_app(pipeline) if control else pipeline
 
     @staticmethod
-    def _start_fixture(settings: Settings, herm_store: HermRunStore | None) -> StartFixture | None:
+    def _start_fixture(settings: Settings, parts: FixtureParts) -> StartFixture | None:
         if settings.fixture_path is None:
             return None
         from hermes_server.testing.load import StartFixture
 
-        return StartFixture(settings.fixture_path, herm_store)
+        return StartFixture(settings.fixture_path, parts)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -190,8 +207,7 @@ def register_state(ctx: AppContext, dialects: Dialects) -> None:
     fixture reset walks in this order: the rows first, the clock and ids last."""
     state = ctx.state
     state.register("sessions", SessionRows(ctx.db))
-    if dialects.herm_store is not None:
-        state.register("herm_run", dialects.herm_store)
+    dialects.register(state)
     for name, part in (("responses", ctx.response_store), ("runs", ctx.runs), ("replays", ctx.replays),
                        ("jobs", ctx.jobs), ("turns", ctx.turns), ("reads", ctx.reads), ("clock", ctx.clock),
                        ("ids", ctx.ids)):

@@ -1,15 +1,20 @@
 """Settings: every knob of a running server in one frozen value.
 
 The CLI builds it from flags and environment; the app and its parts only read it.
+The defaults are written here once: the command line's option rows read them from
+these fields. A dialect's own knobs are not fields: they come from its option rows
+into `extras` (see hermes_server/families.py), so this module knows no dialect.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 MAX_REQUEST_BYTES = 10_000_000
-# Byte limits of a request head (http/heads.py): request line (414), one header line (431),
+# Byte limits of a request head (cli/transport.py): request line (414), one header line (431),
 # the whole head (431). Far above what real clients send.
 MAX_REQUEST_LINE = 8 * 1024
 MAX_HEADER_BYTES = 16 * 1024
@@ -67,25 +72,23 @@ class Settings:
     fixture_path: Path | None = None
     # reproducible generated ids and a settable clock.
     deterministic: bool = False
-    # The herm.run hosted-sessions dialect (off by default): its routes, the key its
-    # `x-api-key` header must carry (None: the same key as the Bearer one), and the
-    # default per-agent, per-subject conversation allowance of one fixed window.
-    herm_run: bool = False
-    herm_run_key: str | None = None
-    herm_run_allowance: int = 5
-    herm_run_window_seconds: float = 60.0
     # Answer as 0.19.0 does where docs/differences.md lists a deviation (serve --upstream-quirks).
     upstream_quirks: bool = False
+    # The values of the known dialects' own options, by their rows' `dest` (each dialect's
+    # switch among them); read as attributes, like the fields above.
+    extras: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+    def __getattr__(self, name: str) -> Any:
+        """A dialect's option value (`settings.<dest>`), so its code reads it like any other knob."""
+        extras = self.__dict__.get("extras", {})
+        if name in extras:
+            return extras[name]
+        raise AttributeError(f"Settings has no field or dialect option {name!r}")
 
     @property
     def db_path(self) -> Path:
         """The state.db file inside HERMES_HOME, as upstream names it."""
         return self.home / "state.db"
-
-    @property
-    def herm_run_db_path(self) -> Path:
-        """The herm.run dialect's own file beside state.db (state.db keeps upstream's schema)."""
-        return self.home / "herm-run.db"
 
     @property
     def response_store_path(self) -> Path:

@@ -11,7 +11,7 @@ a fixture reset walks (state.py; tests/unit/test_state.py checks none is missed)
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from hermes_server.agents.base import Agent
@@ -70,7 +70,7 @@ class AppContext:
     # Which documented deviations from 0.19.0 are switched off (`--upstream-quirks`).
     quirks: Quirks = DEFAULT_QUIRKS
     # When this app began serving, as /health/detailed reports it.
-    started_at: str = field(default_factory=lambda: datetime.now(timezone.utc).isoformat())
+    started_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
 
     def now(self) -> float:
         """Current Unix time in float seconds."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from hermes_server.cli import build_parser
+from hermes_server.cli.main import build_parser
 
 README = (Path(__file__).resolve().parents[1] / "README.md").read_text()
 

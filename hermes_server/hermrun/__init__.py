@@ -4,7 +4,8 @@ herm.run's `/v1/sessions` and `/v1/sandboxes/warm` are a different API from Herm
 `/api/sessions`: camelCase fields, `x-api-key` authentication, a per-subject
 conversation allowance, agent versions. This package holds all of it, apart from the
 Hermes code: pure rules (`errors`, `requests`, `rules`, `projection`), storage in its
-own `herm-run.db` beside state.db (`store`), and the HTTP side (`envelope`, `routes`,
-`openapi`). Its fixture key and control route belong to test control
-(testing/hermrun.py), which imports this package, never the other way round. docs/herm-run.md is the contract it implements.
+own `herm-run.db` beside state.db (`store`), the HTTP side (`envelope`, `routes`,
+`openapi`), its fixture key and control route (`fixture`, test control), and the unit the
+server registers (`dialect`: option rows, switch, build). docs/herm-run.md is the
+contract it implements.
 """

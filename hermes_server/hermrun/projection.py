@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import datetime, timezone
-from typing import Any, Mapping
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
 
 SESSION_OBJECT = "agent.session"
 DELETED_OBJECT = "agent.session_deleted"
@@ -24,14 +25,14 @@ USAGE_COUNTERS = (
 USAGE_KEYS = USAGE_COUNTERS + ("estimated_cost_usd", "context_max")
 
 # What datetime can show: a test clock set beyond it is shown at the bound, never a 500.
-_LATEST = datetime(9999, 12, 31, 23, 59, 59, tzinfo=timezone.utc).timestamp()
+_LATEST = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()
 
 
 def iso_time(seconds: float) -> str:
     """`2030-01-01T00:00:00.000Z` for Unix seconds (clamped to years 1970 through 9999)."""
     if not math.isfinite(seconds):
         seconds = 0.0
-    moment = datetime.fromtimestamp(min(max(seconds, 0.0), _LATEST), timezone.utc)
+    moment = datetime.fromtimestamp(min(max(seconds, 0.0), _LATEST), UTC)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from hermes_server.hermrun.errors import ValidationFailed
 from hermes_server.hermrun.rules import ARCHIVED, IDLE, RUNNING, WAITING
@@ -34,7 +35,7 @@ def decode_body(raw: bytes) -> dict[str, Any]:
     """The body as a JSON object (UTF-8), or the 400 saying why not."""
     try:
         payload = json.loads(raw.decode("utf-8"))
-    except Exception:  # any decode or parse failure, RecursionError included
+    except Exception:  # noqa: BLE001 - any decode or parse failure, RecursionError included
         raise ValidationFailed("request body must be valid JSON") from None
     if not isinstance(payload, dict):
         raise ValidationFailed("request body must be a JSON object")

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import math
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from hermes_server.hermrun.errors import InvalidState, RateLimited, ValidationFailed
 

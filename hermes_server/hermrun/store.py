@@ -13,14 +13,27 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any
 
+from hermes_server.domain.errors import SchemaMismatch
 from hermes_server.hermrun.errors import NotFound
 from hermes_server.hermrun.requests import CreateRequest, ListQuery, UpdateRequest
 from hermes_server.hermrun.rules import (
-    ARCHIVED, IDLE, STATUSES, Agent, Allowance, Version, Window, check_inactive, check_role, default_agent,
-    resolve_version, session_id, take_conversation,
+    ARCHIVED,
+    IDLE,
+    STATUSES,
+    Agent,
+    Allowance,
+    Version,
+    Window,
+    check_inactive,
+    check_role,
+    default_agent,
+    resolve_version,
+    session_id,
+    take_conversation,
 )
 from hermes_server.domain.errors import SchemaMismatch
 from hermes_server.store.db import Database, DatabaseFactory, fetch_dicts, loop_read
@@ -301,7 +314,8 @@ def _set_state(conn: sqlite3.Connection, sid: str, status: str | None, usage: di
 class HermRunStore:
     """The herm.run operations over herm-run.db; opened on first use, like state.db."""
 
-    def __init__(self, home: Path, *, make_db: DatabaseFactory = Database) -> None:
+    def __init__(self, home: Path, make_db: DatabaseFactory = Database) -> None:
+        # The composition root chooses write retries and the write gate, as for state.db.
         self.db = make_db(home / FILE_NAME, prepare=prepare, reader_threads=1)
 
     async def create(self, request: CreateRequest, now: float, default: Allowance,
@@ -338,7 +352,8 @@ class HermRunStore:
         return await self.db.write(_set_state, sid, status, usage, now)
 
     async def reset(self) -> None:
-        """Test control: empty herm-run.db (allowance counters and the id counter included)."""
+        """Test control: empty herm-run.db (allowance use and the id counter included), as a
+        fresh server finds it (a storage outage on it is its write gate's, reset on its own)."""
         await self.db.write(clear)
 
     async def close(self) -> None:

@@ -170,7 +170,7 @@ class Database:
     """Access to one SQLite file, opened on first use and re-tried until it opens.
 
     `prepare` creates or checks the file's schema when the writer connection opens:
-    state.db's migration by default; another schema (the herm.run dialect's own file)
+    state.db's migration by default; another schema (a dialect's own file)
     passes its own, and gets the same writer thread, group commit and readers.
     `gate` is asked before every operation (store/gate.py; test control's storage
     faults), and `label` is how log lines and errors name the file (its file name).

@@ -61,7 +61,7 @@ class WriteHealth:
     """Whether writes currently fail for a storage reason, logged on each change only.
 
     `review` runs on the writer thread alone, so its state needs no lock. `label` names
-    the file in the log (state.db, herm-run.db).
+    the file in the log (state.db, or a dialect's own file).
     """
 
     def __init__(self, label: str = "state.db") -> None:

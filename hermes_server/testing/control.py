@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from starlette.types import ASGIApp
 
 from hermes_server.chat.hooks import Hooks
+from hermes_server.families import Family, FixtureParts
 from hermes_server.http.errors import ErrorMap
 from hermes_server.http.routing import Route
 from hermes_server.state import StateRegistry
@@ -29,7 +30,6 @@ from hermes_server.testing.transport import KeepTransport
 
 if TYPE_CHECKING:
     from hermes_server.context import AppContext
-    from hermes_server.hermrun.store import HermRunStore
 
 # How long a reset waits for chat turns still running before it wipes the state anyway.
 RESET_TURN_WAIT_SECONDS = 10.0
@@ -37,16 +37,18 @@ RESET_TURN_WAIT_SECONDS = 10.0
 
 class Control:
     """Installed faults, storage gates, the request journal and the start fixture of one server,
-    and the herm.run dialect's store when it is served (seeds and its control route reach it)."""
+    and the served dialects' units (seeds reach their stores, their control routes are added)."""
 
     def __init__(self, route_names: list[str], start_fixture: StartFixture | None,
-                 herm_store: HermRunStore | None = None, *, gates: StorageGates | None = None) -> None:
+                 families: tuple[Family, ...] = (), parts: FixtureParts | None = None, *,
+                 gates: StorageGates | None = None) -> None:
         self.faults = FaultRegistry(route_names)
         # The gates app.py's database factory gave each database (none yet: a control alone).
         self.gates = gates if gates is not None else StorageGates()
         self.journal = Journal()
         self.start_fixture = start_fixture
-        self.herm_store = herm_store
+        self.families = families
+        self.parts = parts or FixtureParts()
         self.hooks: Hooks = FaultHooks(self.faults)
 
     def register(self, state: StateRegistry) -> None:
@@ -71,7 +73,7 @@ class Control:
         await ctx.state.reset()
         if to_fixture and self.start_fixture is not None:
             return await self.start_fixture.load(ctx.db, ctx.now(), replace=True)
-        return await reset_state(ctx.db, self.herm_store)
+        return await reset_state(ctx.db, self.parts)
 
     def wrap_routes(self, routes: list[Route], errors: ErrorMap, db: Database,
                     databases: dict[str, Database] | None = None) -> list[Route]:
@@ -81,11 +83,7 @@ class Control:
         which its storage faults act on."""
         layer = FaultLayer(self.faults, errors, db, self.gates)
         wrapped = [layer.wrap(route, (databases or {}).get(route.name)) for route in routes]
-        extra: list[Route] = []
-        if self.herm_store is not None:
-            from hermes_server.testing.hermrun import control_routes
-
-            extra = control_routes(self.herm_store)
+        extra = [route for family in self.families for route in family.control_routes()]
         return wrapped + build_fixture_routes(self) + extra
 
     def wrap_app(self, app: ASGIApp) -> ASGIApp:

@@ -14,6 +14,7 @@ from urllib.parse import parse_qsl
 from starlette.requests import Request
 from starlette.responses import Response
 
+from hermes_server.families import FixtureParts
 from hermes_server.http.auth import check_bearer
 from hermes_server.http.body import read_json_object
 from hermes_server.http.responses import HermesJSONResponse
@@ -26,7 +27,6 @@ from hermes_server.testing.validate import Checker
 
 if TYPE_CHECKING:
     from hermes_server.context import AppContext
-    from hermes_server.hermrun.store import HermRunStore
 
 
 class ControlState(Protocol):
@@ -35,7 +35,8 @@ class ControlState(Protocol):
     faults: FaultRegistry
     journal: Journal
     start_fixture: StartFixture | None
-    herm_store: HermRunStore | None
+    # The fixture parts of the served dialects (a seed reaches their stores too).
+    parts: FixtureParts
 
     async def reset(self, ctx: AppContext, to_fixture: bool) -> LoadResult: ...
 
@@ -81,10 +82,10 @@ class ControlRoutes:
         return _loaded("hermes.fixture.reset", result, to=to)
 
     async def seed(self, request: Request, ctx: AppContext) -> Response:
-        """POST /_fixture/seed: merge a fixture document into state.db (and herm-run.db), all or nothing."""
+        """POST /_fixture/seed: merge a fixture document into state.db (and the served dialects' stores), all or nothing."""
         check_bearer(request, ctx.settings.api_key)
         document = await read_json_object(request, ctx.settings.max_request_bytes)
-        result = await load_document(ctx.db, document, ctx.now(), herm_store=self.control.herm_store)
+        result = await load_document(ctx.db, document, ctx.now(), parts=self.control.parts)
         return _loaded("hermes.fixture.seeded", result)
 
     async def faults(self, request: Request, ctx: AppContext) -> Response:

@@ -6,8 +6,8 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 import pytest
@@ -190,7 +190,7 @@ def test_no_auth_from_the_environment(launch) -> None:
     assert r.status_code == 403
 
 
-NO_BIND = ("import socket, sys, uvicorn, hermes_server.listen as listen; listen.bind = lambda h, p: socket.socket(); "
+NO_BIND = ("import socket, sys, uvicorn, hermes_server.cli.listen as listen; listen.bind = lambda h, p: socket.socket(); "
            "uvicorn.Server.run = lambda self, sockets=None: setattr(self, 'started', True); "
            "from hermes_server.cli import main; sys.exit(main(sys.argv[1:]))")
 
@@ -205,7 +205,7 @@ def test_no_auth_warns_off_loopback(tmp_path: Path, host: str, warned: bool) -> 
 
 
 def test_loopback_rule() -> None:
-    from hermes_server.cli import _is_loopback
+    from hermes_server.cli.serve import _is_loopback
 
     assert all(_is_loopback(h) for h in ("127.0.0.1", "127.3.4.5", "::1", "localhost"))
     assert not any(_is_loopback(h) for h in ("0.0.0.0", "::", "192.0.2.7", "example.org"))
@@ -224,11 +224,12 @@ def test_help_explains_every_option() -> None:
                       ("--api-key", "API_SERVER_KEY")]:
         assert flag in text and f"env {env}" in text
     assert "default 127.0.0.1" in text and "default 8642" in text
-    from hermes_server.cli import build_parser
+    from hermes_server.cli.main import build_parser
 
     parser = build_parser()
-    serve_parser = next(a for a in parser._subparsers._group_actions[0].choices.values() if a.prog.endswith("serve"))
-    for action in serve_parser._actions:
+    serve_parser = next(a for a in parser._subparsers._group_actions[0].choices.values()  # noqa: SLF001 - argparse has no public API
+                        if a.prog.endswith("serve"))
+    for action in serve_parser._actions:  # noqa: SLF001
         if action.option_strings and action.dest != "help":
             assert action.help and len(action.help) > 15, action.option_strings
             assert action.option_strings[0] in text

@@ -60,25 +60,26 @@ NOT_IN_TABLE = {"home", "api_key", "herm_run_key"}
 
 
 def test_every_row_has_a_bad_value_case() -> None:
-    from hermes_server.options import SERVE_OPTIONS
+    from hermes_server.cli.main import serve_options
 
-    rows = {o.dest for o in SERVE_OPTIONS if not o.switch}
+    rows = {o.dest for o in serve_options()[0] if not o.switch}
     assert rows - NOT_IN_TABLE == set(BAD_VALUES)
 
 
 @pytest.mark.parametrize(("dest", "value"), [(d, v) for d, values in BAD_VALUES.items() for v in values])
 def test_each_bad_value_is_refused_in_one_line_from_flag_and_environment(dest: str, value: str,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    from hermes_server.options import SERVE_OPTIONS
+    from hermes_server.cli.main import serve_options
+    from hermes_server.cli.options import OptionError
 
-    option = next(o for o in SERVE_OPTIONS if o.dest == dest)
-    with pytest.raises(SystemExit) as flag:
+    option = next(o for o in serve_options()[0] if o.dest == dest)
+    with pytest.raises(OptionError) as flag:
         option.resolve(value)
-    assert str(flag.value).startswith(f"hermes-server: {option.flag} ") and "\n" not in str(flag.value)
+    assert str(flag.value).startswith(f"{option.flag} ") and "\n" not in str(flag.value)
     monkeypatch.setenv(option.env, value)
-    with pytest.raises(SystemExit) as env:
+    with pytest.raises(OptionError) as env:
         option.resolve(None)
-    assert str(env.value).startswith(f"hermes-server: {option.env}=") and "\n" not in str(env.value)
+    assert str(env.value).startswith(f"{option.env}=") and "\n" not in str(env.value)
 
 
 @pytest.mark.parametrize(("dest", "value"), [("host", "::1"), ("host", "localhost"), ("host", "0.0.0.0"),
@@ -86,20 +87,20 @@ def test_each_bad_value_is_refused_in_one_line_from_flag_and_environment(dest: s
                                              ("agent_base_url", "http://127.0.0.1:8080/v1"),
                                              ("shutdown_grace_seconds", "0.5")])
 def test_good_values_pass(dest: str, value: str) -> None:
-    from hermes_server.options import SERVE_OPTIONS
+    from hermes_server.cli.main import serve_options
 
-    next(o for o in SERVE_OPTIONS if o.dest == dest).resolve(value)
+    next(o for o in serve_options()[0] if o.dest == dest).resolve(value)
 
 
 def test_a_switch_refuses_an_unknown_environment_value(monkeypatch: pytest.MonkeyPatch) -> None:
-    from hermes_server.options import SERVE_OPTIONS
+    from hermes_server.cli.options import SERVE_OPTIONS, OptionError
 
     switch = next(o for o in SERVE_OPTIONS if o.dest == "no_auth")
     for value, on in [("1", True), ("yes", True), ("0", False), ("off", False)]:
         monkeypatch.setenv(switch.env, value)
         assert switch.resolve(False) is on
     monkeypatch.setenv(switch.env, "maybe")
-    with pytest.raises(SystemExit, match="HERMES_SERVER_NO_AUTH='maybe' must be one of"):
+    with pytest.raises(OptionError, match="HERMES_SERVER_NO_AUTH='maybe' must be one of"):
         switch.resolve(False)
 
 

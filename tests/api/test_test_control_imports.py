@@ -79,7 +79,9 @@ def test_the_default_server_imports_no_test_control(tmp_path: Path) -> None:
     modules = served_modules(tmp_path)
     assert "hermes_server.routes.sessions" in modules  # the probe really served the routes
     assert control_modules(modules) == set()
-    assert [m for m in modules if m.startswith("hermes_server.hermrun")] == []  # nor the herm.run dialect
+    # Of the herm.run dialect only its declaration (option rows, fixture key), never its routes or store.
+    assert [m for m in modules if m.startswith("hermes_server.hermrun")] == [
+        "hermes_server.hermrun", "hermes_server.hermrun.dialect"]
 
 
 def test_the_herm_run_dialect_alone_imports_no_test_control(tmp_path: Path) -> None:

@@ -10,14 +10,22 @@ from __future__ import annotations
 import json
 import signal
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from hermes_server.hermrun.store import HermRunStore
+from hermes_server.store.db import Database
 from tests.support.server import KEY, RunningServer, start_server
 
-__all__ = ["KEY", "HermRunServer", "error", "start_herm_run"]
+__all__ = ["KEY", "HermRunServer", "error", "start_herm_run", "store_at"]
+
+
+def store_at(home: Path) -> HermRunStore:
+    """A herm-run.db store in `home`, its database built as `seed` builds it (one reader)."""
+    return HermRunStore(home, partial(Database, reader_threads=1))
 
 
 @dataclass

@@ -13,9 +13,8 @@ import httpx
 
 from hermes_server.app import build_routes
 from hermes_server.hermrun.routes import build_routes as herm_run_routes
-from hermes_server.hermrun.store import HermRunStore
 from tests.api.test_openapi import _documented, _refs, _served
-from tests.hermrun.support import KEY
+from tests.hermrun.support import KEY, store_at
 from tests.support.server import start_server
 
 
@@ -25,7 +24,7 @@ def test_the_document_describes_exactly_what_is_served_and_every_reference_resol
         document: dict[str, Any] = httpx.get(srv.url + "/openapi.json", timeout=10).json()
     finally:
         srv.stop()
-    served = [*build_routes(), *herm_run_routes(HermRunStore(tmp_path / "unused"))]
+    served = [*build_routes(), *herm_run_routes(store_at(tmp_path / "unused"))]
     assert _documented(document) == _served(served)
     for ref in set(_refs(document)):
         node: Any = document

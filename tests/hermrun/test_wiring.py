@@ -11,8 +11,9 @@ import importlib.util
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -98,7 +99,7 @@ def test_the_hermes_answers_are_the_same_with_the_dialect_on(tmp_path: Path) -> 
     off_answers, on_answers = results
     # Only the CORS allowed headers differ: a browser may send x-api-key once the dialect is served.
     allowed = "access-control-allow-headers"
-    for (s1, h1, b1), (s2, h2, b2) in zip(off_answers, on_answers):
+    for (s1, h1, b1), (s2, h2, b2) in zip(off_answers, on_answers, strict=True):
         assert (s1, b1) == (s2, b2)
         assert {k: v for k, v in h1.items() if k != allowed} == {k: v for k, v in h2.items() if k != allowed}
         if allowed in h1:

@@ -24,11 +24,11 @@ from dataclasses import dataclass
 import pytest
 
 from hermes_server.app import build_routes
+from hermes_server.hermrun.fixture import control_routes as herm_run_control_routes
 from hermes_server.hermrun.routes import build_routes as herm_run_routes
-from hermes_server.hermrun.store import HermRunStore
 from hermes_server.testing.control import Control
-from hermes_server.testing.hermrun import control_routes as herm_run_control_routes
 from hermes_server.testing.routes import build_fixture_routes
+from tests.hermrun.support import store_at
 from tests.support.db import integrity, lineage_problems
 from tests.support.server import KEY, RunningServer, log_trouble, start_server
 
@@ -219,7 +219,7 @@ def test_bad_input_on_the_herm_run_routes_is_refused_without_a_5xx(tmp_path_fact
         seeded = srv.client.post("/_fixture/seed", json={"herm_run": {"sessions": [
             {"id": EXISTING, "agentId": "agent_1", "subjectId": "user_1"}]}})
         assert seeded.status_code == 200, seeded.text
-        unopened = HermRunStore(tmp_path_factory.mktemp("unused"))  # only for the route table
+        unopened = store_at(tmp_path_factory.mktemp("unused"))  # only for the route table
         routes = herm_run_routes(unopened) + herm_run_control_routes(unopened)
         sent = _battery(srv, routes, HERM_RUN_KEYS, HEADERS + HERM_RUN_HEADERS)
         assert log_trouble(srv) == []

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from hermes_server.domain.errors import DocumentError
-from hermes_server.testing.hermrun import load, parse_herm_run, parse_state
-from hermes_server.hermrun.store import FILE_NAME, HermRunStore
+from hermes_server.hermrun.fixture import load, parse_herm_run, parse_state
+from hermes_server.hermrun.store import FILE_NAME
+from tests.hermrun.support import store_at
 
 NOW = 1893456000.0
 AGENT = {"id": "agent_123", "versions": [{"id": "v1", "roles": ["readonly"]}, {"id": "v2"}, {"id": "v3"}],
@@ -26,7 +27,7 @@ def problems(value: Any) -> list[str]:
 
 def load_into(home: Path, value: Any, replace: bool = False) -> Any:
     async def main() -> Any:
-        store = HermRunStore(home)
+        store = store_at(home)
         try:
             return await load(store, parse_herm_run(value, NOW), replace=replace)
         finally:

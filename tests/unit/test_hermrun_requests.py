@@ -8,7 +8,14 @@ import pytest
 
 from hermes_server.hermrun.errors import ValidationFailed
 from hermes_server.hermrun.requests import (
-    CreateRequest, ListQuery, UpdateRequest, decode_body, parse_create, parse_list, parse_update, parse_warm,
+    CreateRequest,
+    ListQuery,
+    UpdateRequest,
+    decode_body,
+    parse_create,
+    parse_list,
+    parse_update,
+    parse_warm,
 )
 
 BASE = {"agentId": "agent_123", "subjectId": "user_1"}

@@ -9,11 +9,11 @@ from pathlib import Path
 from hermes_server.app import build_routes as hermes_routes
 from hermes_server.hermrun import openapi
 from hermes_server.hermrun.routes import build_routes
-from hermes_server.hermrun.store import HermRunStore
+from tests.hermrun.support import store_at
 
 
 def test_every_operation_names_only_defined_fragments(tmp_path: Path) -> None:
-    routes = build_routes(HermRunStore(tmp_path))
+    routes = build_routes(store_at(tmp_path))
     for route in routes:
         assert set(route.docs) == set(route.methods), route.name
         for op in route.docs.values():
@@ -25,7 +25,7 @@ def test_every_operation_names_only_defined_fragments(tmp_path: Path) -> None:
 
 
 def test_no_name_or_path_is_shared_with_the_hermes_routes(tmp_path: Path) -> None:
-    ours = build_routes(HermRunStore(tmp_path))
+    ours = build_routes(store_at(tmp_path))
     theirs = hermes_routes()
     assert not {r.name for r in ours} & {r.name for r in theirs}
     assert not {r.template for r in ours} & {r.template for r in theirs}

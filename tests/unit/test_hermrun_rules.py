@@ -6,8 +6,17 @@ import pytest
 
 from hermes_server.hermrun.errors import InvalidState, RateLimited, ValidationFailed
 from hermes_server.hermrun.rules import (
-    Agent, Allowance, Version, Window, check_inactive, check_role, default_agent, preview_version,
-    resolve_version, session_id, take_conversation,
+    Agent,
+    Allowance,
+    Version,
+    Window,
+    check_inactive,
+    check_role,
+    default_agent,
+    preview_version,
+    resolve_version,
+    session_id,
+    take_conversation,
 )
 
 AGENT = Agent("agent_123", (Version("v1", ("readonly",)), Version("v2"), Version("v3", ("admin",))), "v1",

@@ -4,17 +4,24 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import Any, TypeVar
 
 import pytest
 
-from hermes_server.hermrun.errors import InvalidState, NotFound, RateLimited, ValidationFailed
-from hermes_server.testing.hermrun import load, parse_herm_run
+from hermes_server.domain.errors import SchemaMismatch
+from hermes_server.hermrun.errors import (
+    InvalidState,
+    NotFound,
+    RateLimited,
+    ValidationFailed,
+)
+from hermes_server.hermrun.fixture import load, parse_herm_run
 from hermes_server.hermrun.requests import CreateRequest, ListQuery, UpdateRequest
 from hermes_server.hermrun.rules import Allowance
 from hermes_server.hermrun.store import FILE_NAME, HermRunStore
-from hermes_server.domain.errors import SchemaMismatch
+from tests.hermrun.support import store_at
 
 T = TypeVar("T")
 DEFAULT = Allowance(5, 60.0)
@@ -24,7 +31,7 @@ NOW = 1893456000.0
 def run(home: Path, job: Callable[[HermRunStore], Awaitable[T]]) -> T:
     """Run `job` on a store over `home`, on a fresh event loop, closing the store after."""
     async def main() -> T:
-        store = HermRunStore(home)
+        store = store_at(home)
         try:
             return await job(store)
         finally:
@@ -52,7 +59,7 @@ def test_a_foreign_file_is_refused_untouched(tmp_path: Path) -> None:
     with sqlite3.connect(path) as conn:
         conn.execute("CREATE TABLE other (x)")
     before = path.read_bytes()
-    with pytest.raises(SchemaMismatch, match="is not a herm-run.db"):
+    with pytest.raises(SchemaMismatch, match=r"is not a herm-run\.db"):
         run(tmp_path, lambda s: s.get("x"))
     assert path.read_bytes() == before
 

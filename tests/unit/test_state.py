@@ -94,7 +94,7 @@ async def _close(app: HermesApp) -> None:
     await app.dialects.close()
 
 
-OPTIONS = [{"deterministic": True}, {"deterministic": False}, {"deterministic": True, "herm_run": True}]
+OPTIONS = [{"deterministic": True}, {"deterministic": False}, {"deterministic": True, "extras": {"herm_run": True}}]
 
 
 @pytest.mark.parametrize("options", OPTIONS, ids=["deterministic", "random", "herm-run"])
@@ -112,8 +112,10 @@ def test_every_context_attribute_is_registered_or_stateless(tmp_path: Path, opti
                 assert not registered, f"ctx.{field.name} is registered but listed as stateless"
             else:
                 assert registered, f"ctx.{field.name} holds state that no registered part resets"
-        if options.get("herm_run"):
-            assert any(part is app.dialects.herm_store for part in parts), "the dialect's store is not registered"
+        if options.get("extras"):
+            stores = [store for family in app.dialects.families for store in family.resettables.values()]
+            assert stores, "the served dialect has no resettable part"
+            assert all(any(store is part for part in parts) for store in stores), "a dialect's store is not registered"
     finally:
         asyncio.run(_close(app))
 

@@ -1,5 +1,8 @@
 """Test control of the herm.run dialect: the `herm_run` fixture key and the control route.
 
+Imported only when a fixture document or `--fixture-api` needs it; registered through the
+dialect's unit (dialect.py), so test control itself knows no dialect.
+
 The `herm_run` key of a fixture file holds agents, sessions in any status, the allowance.
 
 The API cannot create agents, versions, tags, or sessions that are running or carry
@@ -15,8 +18,9 @@ session any status or a usage snapshot, which the API itself never does.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -25,9 +29,20 @@ from hermes_server.domain.errors import DocumentError, Problem
 from hermes_server.hermrun import store as sql
 from hermes_server.hermrun.envelope import HermRunJSON
 from hermes_server.hermrun.errors import NotFound
-from hermes_server.hermrun.projection import USAGE_COUNTERS, USAGE_KEYS, session_object, usage_snapshot
+from hermes_server.hermrun.projection import (
+    USAGE_COUNTERS,
+    USAGE_KEYS,
+    session_object,
+    usage_snapshot,
+)
 from hermes_server.hermrun.rules import (
-    DEFAULT_VERSION, IDLE, STATUSES, Agent, Allowance, Version, preview_version,
+    DEFAULT_VERSION,
+    IDLE,
+    STATUSES,
+    Agent,
+    Allowance,
+    Version,
+    preview_version,
 )
 from hermes_server.hermrun.store import HermRunStore
 from hermes_server.http.auth import check_bearer

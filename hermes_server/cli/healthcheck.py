@@ -7,11 +7,13 @@ reported by the server but does not fail readiness (a disk 90 % full still serve
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 import urllib.error
 import urllib.request
 
-from hermes_server.options import HOME, env_text
+from hermes_server.cli.options import HOME, OptionError, env_text
 
 # The checks of /health/detailed that must be ok for --ready.
 READY_CHECKS = ("state_db", "gateway")
@@ -19,14 +21,14 @@ READY_CHECKS = ("state_db", "gateway")
 
 def _key() -> str | None:
     """API_SERVER_KEY, else the key a keyless start kept in HERMES_HOME (None: --no-auth)."""
-    from hermes_server.keyfile import KEY_FILE
+    from hermes_server.cli.keyfile import KEY_FILE
 
     given = env_text("API_SERVER_KEY")
     if given:
         return given
     try:
         return (HOME.resolve(None) / KEY_FILE).read_text(encoding="utf-8").strip() or None
-    except (OSError, UnicodeDecodeError, SystemExit):
+    except (OSError, UnicodeDecodeError, OptionError):
         return None
 
 
@@ -57,3 +59,25 @@ def probe(url: str, *, ready: bool, timeout: float) -> str | None:
     except (ValueError, KeyError, TypeError):
         return f"{url}: not a readiness report"
     return f"{url}: not ready: {', '.join(failing)}" if failing else None
+
+
+def healthcheck_url(url: str | None, path: str = "/health") -> str:
+    """Where `healthcheck` probes: --url, else this container's own API_SERVER_HOST/PORT."""
+    if url:
+        return url.rstrip("/") + path
+    host = env_text("API_SERVER_HOST") or "127.0.0.1"
+    if host in ("0.0.0.0", "::", ""):
+        host = "127.0.0.1"
+    if ":" in host:
+        host = f"[{host}]"
+    return f"http://{host}:{env_text('API_SERVER_PORT') or '8642'}{path}"
+
+
+def healthcheck(args: argparse.Namespace) -> int:
+    """Exit 0 when the server is live (or, with --ready, can serve sessions); stdlib only, for the image."""
+    problem = probe(healthcheck_url(args.url, "/health/detailed" if args.ready else "/health"),
+                    ready=args.ready, timeout=args.timeout)
+    if problem:
+        print(f"hermes-server healthcheck: {problem}", file=sys.stderr)
+        return 1
+    return 0

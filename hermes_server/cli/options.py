@@ -4,6 +4,8 @@ A value comes from its flag, else from its environment variable (blank counts as
 unset), else the default, and goes through the same parser whichever it came from,
 so a bad value is refused with one line naming where it came from, never a traceback.
 `--help` is generated from the same rows, so it cannot disagree with what is read.
+A row that fills a Settings field takes that field's default (`SETTING`), so each
+default is written once, in config.py. A dialect brings rows of its own (families.py).
 """
 
 from __future__ import annotations
@@ -12,12 +14,13 @@ import argparse
 import math
 import os
 import re
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import MISSING, dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from hermes_server.agents import AGENT_NAMES
-from hermes_server.config import MAX_HEAD_BYTES, MAX_HEADER_BYTES, MAX_REQUEST_LINE
+from hermes_server.config import Settings
 from hermes_server.http.logs import FORMATS, LEVELS
 
 Parser = Callable[[str], Any]
@@ -25,7 +28,18 @@ _TRUE = ("1", "true", "yes", "on")
 
 
 class OptionError(ValueError):
-    """A value an option refuses; str() completes "<where the value came from> …"."""
+    """A value an option refuses. A parser's message completes "<where the value came from> …";
+    `Option.resolve` raises the whole line, which `main` prints (exit status 2)."""
+
+
+class _FromSettings:
+    """The default of the Settings field an option fills."""
+
+    def __repr__(self) -> str:
+        return "SETTING"
+
+
+SETTING: Any = _FromSettings()
 
 
 def env_text(name: str) -> str | None:
@@ -60,7 +74,8 @@ def existing_file(what: str) -> Parser:
     return parse
 
 
-_HOST_NAME = re.compile(r"(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*")
+_LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOST_NAME = re.compile(rf"(?=.{{1,253}}$){_LABEL}(\.{_LABEL})*")
 
 
 def host(value: str) -> str:
@@ -167,6 +182,13 @@ class Option:
     # How the default reads in --help, when not str(default).
     shown_default: str | None = None
 
+    def __post_init__(self) -> None:
+        if self.default is SETTING:
+            declared = Settings.__dataclass_fields__[self.dest].default
+            if declared is MISSING:
+                raise TypeError(f"Settings.{self.dest} has no default for option {self.flag}")
+            object.__setattr__(self, "default", declared)
+
     def help_text(self) -> str:
         where = [f"env {self.env}" + ("=1" if self.switch else "")] if self.env else []
         if not self.switch:
@@ -181,20 +203,20 @@ class Option:
         if self.switch:
             raw = (env_text(self.env) or "") if self.env else ""
             if raw and raw.lower() not in _TRUE + _FALSE:
-                raise SystemExit(f"hermes-server: {self.env}={raw!r} must be one of "
-                                 f"{'/'.join(_TRUE)} (on) or {'/'.join(_FALSE)} (off)")
+                raise OptionError(f"{self.env}={raw!r} must be one of "
+                                  f"{'/'.join(_TRUE)} (on) or {'/'.join(_FALSE)} (off)")
             return bool(given) or raw.lower() in _TRUE
+        from_env = env_text(self.env) if self.env else None
         if given is not None:
             source, raw = self.flag, given
-        elif self.env and env_text(self.env) is not None:
-            raw = env_text(self.env)
-            source = f"{self.env}={raw!r}"
+        elif from_env is not None:
+            source, raw = f"{self.env}={from_env!r}", from_env
         else:
             return self.default
         try:
             return self.parse(raw)
         except OptionError as exc:
-            raise SystemExit(f"hermes-server: {source} {exc}") from None
+            raise OptionError(f"{source} {exc}") from None
 
 
 HOME = Option("home", "--home", "HERMES_HOME", Path.home() / ".hermes", path,
@@ -203,105 +225,94 @@ HOME = Option("home", "--home", "HERMES_HOME", Path.home() / ".hermes", path,
 
 SERVE_OPTIONS: tuple[Option, ...] = (
     HOME,
-    Option("host", "--host", "API_SERVER_HOST", "127.0.0.1", host, "address to listen on", metavar="ADDR"),
-    Option("port", "--port", "API_SERVER_PORT", 8642, whole(1, 65535), "port to listen on", metavar="N"),
-    Option("api_key", "--api-key", "API_SERVER_KEY", None, text,
+    Option("host", "--host", "API_SERVER_HOST", SETTING, host, "address to listen on", metavar="ADDR"),
+    Option("port", "--port", "API_SERVER_PORT", SETTING, whole(1, 65535), "port to listen on", metavar="N"),
+    Option("api_key", "--api-key", "API_SERVER_KEY", SETTING, text,
            "bearer key clients must send; generated and printed when absent", metavar="KEY",
            shown_default="generated"),
     Option("no_auth", "--no-auth", "HERMES_SERVER_NO_AUTH", False, text,
            "run without any key, as upstream does when none is configured "
            "(all routes open; X-Hermes-Session-Key answered 403)", switch=True),
-    Option("model_name", "--model-name", "API_SERVER_MODEL_NAME", "hermes-agent", name,
+    Option("model_name", "--model-name", "API_SERVER_MODEL_NAME", SETTING, name,
            "advertised model name, the default `model` of new sessions", metavar="NAME"),
-    Option("cors_origins", "--cors-origins", "API_SERVER_CORS_ORIGINS", (), origins,
+    Option("cors_origins", "--cors-origins", "API_SERVER_CORS_ORIGINS", SETTING, origins,
            "comma-separated browser origins allowed, or *", metavar="LIST",
            shown_default="none: any Origin header is refused with 403"),
-    Option("log_level", "--log-level", "HERMES_SERVER_LOG_LEVEL", "info", one_of(LEVELS),
+    Option("log_level", "--log-level", "HERMES_SERVER_LOG_LEVEL", SETTING, one_of(LEVELS),
            f"log verbosity: {', '.join(LEVELS)}", metavar="LEVEL"),
-    Option("log_format", "--log-format", "HERMES_SERVER_LOG_FORMAT", "text", one_of(FORMATS),
+    Option("log_format", "--log-format", "HERMES_SERVER_LOG_FORMAT", SETTING, one_of(FORMATS),
            "text lines, or one JSON object per line for log collectors", metavar="FORMAT"),
-    Option("shutdown_grace_seconds", "--shutdown-grace", "HERMES_SERVER_SHUTDOWN_GRACE", 10.0, positive,
+    Option("shutdown_grace_seconds", "--shutdown-grace", "HERMES_SERVER_SHUTDOWN_GRACE", SETTING, positive,
            "on SIGTERM/SIGINT, how long in-flight requests and open chat streams may run on before they are cut",
            metavar="SECONDS", shown_default="10"),
-    Option("turn_drain_seconds", "--turn-drain", "HERMES_SERVER_TURN_DRAIN", 15.0, positive,
+    Option("turn_drain_seconds", "--turn-drain", "HERMES_SERVER_TURN_DRAIN", SETTING, positive,
            "after the grace period, how long chat turns still running (their requests ended) may run on to be "
            "stored before they are cancelled; a stop takes at most --shutdown-grace plus this",
            metavar="SECONDS", shown_default="15"),
-    Option("read_cache_mb", "--read-cache-mb", "HERMES_SERVER_READ_CACHE_MB", 8, whole(0, 4096),
+    Option("read_cache_mb", "--read-cache-mb", "HERMES_SERVER_READ_CACHE_MB", SETTING, whole(0, 4096),
            "megabytes of session reads' answers (list, session, messages) kept until state.db changes; any "
            "commit, by this server or another process, empties it; 0 keeps none", metavar="MB"),
-    Option("agent", "--agent", "HERMES_SERVER_AGENT", "echo", one_of(AGENT_NAMES),
+    Option("agent", "--agent", "HERMES_SERVER_AGENT", SETTING, one_of(AGENT_NAMES),
            "who answers chat turns: echo (offline, deterministic), openai (an OpenAI-compatible "
            "chat-completions server), script (replies read from --agent-script)", group="chat", metavar="NAME"),
-    Option("agent_base_url", "--agent-base-url", "HERMES_SERVER_AGENT_BASE_URL", None, url,
+    Option("agent_base_url", "--agent-base-url", "HERMES_SERVER_AGENT_BASE_URL", SETTING, url,
            "openai agent: base URL ending before /chat/completions, e.g. http://127.0.0.1:8080/v1",
            group="chat", metavar="URL"),
-    Option("agent_model", "--agent-model", "HERMES_SERVER_AGENT_MODEL", None, name,
+    Option("agent_model", "--agent-model", "HERMES_SERVER_AGENT_MODEL", SETTING, name,
            "openai agent: model name to request", group="chat", metavar="NAME", shown_default="--model-name"),
-    Option("agent_api_key", "--agent-api-key", "HERMES_SERVER_AGENT_API_KEY", None, name,
+    Option("agent_api_key", "--agent-api-key", "HERMES_SERVER_AGENT_API_KEY", SETTING, name,
            "openai agent: bearer key for the backend", group="chat", metavar="KEY"),
-    Option("agent_script", "--agent-script", "HERMES_SERVER_AGENT_SCRIPT", None, existing_file("agent script"),
+    Option("agent_script", "--agent-script", "HERMES_SERVER_AGENT_SCRIPT", SETTING, existing_file("agent script"),
            "script agent: JSON file of replies, tool runs, delays and failures, re-read every turn "
            "(format in hermes_server/agents/script.py)", group="chat", metavar="FILE"),
-    Option("keepalive_seconds", "--keepalive-seconds", "HERMES_SERVER_KEEPALIVE_SECONDS", 30.0, positive,
+    Option("keepalive_seconds", "--keepalive-seconds", "HERMES_SERVER_KEEPALIVE_SECONDS", SETTING, positive,
            "chat stream: seconds without an event before a `: keepalive` comment", group="chat",
            metavar="S", shown_default="30, as upstream"),
     Option("compress_after_messages", "--compress-after-messages", "HERMES_SERVER_COMPRESS_AFTER_MESSAGES",
-           None, whole(1), "rotate a session into a compression continuation when a turn would take its active "
+           SETTING, whole(1), "rotate a session into a compression continuation when a turn would take its active "
            "transcript past N messages", group="chat", metavar="N", shown_default="off"),
-    Option("agent_delay", "--agent-delay", "HERMES_SERVER_AGENT_DELAY", 0.0, seconds,
+    Option("agent_delay", "--agent-delay", "HERMES_SERVER_AGENT_DELAY", SETTING, seconds,
            "hold every agent turn this long (after its user message is stored) before the agent answers, "
            "so stop, in-flight approval and the run cap can be tested", group="chat", metavar="SECONDS",
            shown_default="0"),
-    Option("max_concurrent_runs", "--max-concurrent-runs", "HERMES_SERVER_MAX_CONCURRENT_RUNS", 10, whole(0),
+    Option("max_concurrent_runs", "--max-concurrent-runs", "HERMES_SERVER_MAX_CONCURRENT_RUNS", SETTING, whole(0),
            "live agent turns (runs, responses, chat completions, session chat) beyond which runs, responses "
            "and chat completions answer 429 with Retry-After: 1; 0 disables the cap", group="chat",
            metavar="N", shown_default="10, as upstream"),
-    Option("max_request_line", "--max-request-line", "HERMES_SERVER_MAX_REQUEST_LINE", MAX_REQUEST_LINE,
+    Option("max_request_line", "--max-request-line", "HERMES_SERVER_MAX_REQUEST_LINE", SETTING,
            whole(256), "most bytes of the request line (longer: 414, connection closed)", group="request heads",
            metavar="BYTES"),
-    Option("max_header_bytes", "--max-header-bytes", "HERMES_SERVER_MAX_HEADER_BYTES", MAX_HEADER_BYTES,
+    Option("max_header_bytes", "--max-header-bytes", "HERMES_SERVER_MAX_HEADER_BYTES", SETTING,
            whole(256), "most bytes of one header line (longer: 431, connection closed)", group="request heads",
            metavar="BYTES"),
-    Option("max_head_bytes", "--max-head-bytes", "HERMES_SERVER_MAX_HEAD_BYTES", MAX_HEAD_BYTES, whole(256),
+    Option("max_head_bytes", "--max-head-bytes", "HERMES_SERVER_MAX_HEAD_BYTES", SETTING, whole(256),
            "most bytes of the request line and all header lines together (longer: 431, connection closed)",
            group="request heads", metavar="BYTES"),
-    Option("fixture_path", "--fixture", "HERMES_SERVER_FIXTURE", None, existing_file("fixture"),
+    Option("fixture_path", "--fixture", "HERMES_SERVER_FIXTURE", SETTING, existing_file("fixture"),
            "merge this fixture file into state.db at start; POST /_fixture/reset returns to it",
            group="test control", metavar="FILE"),
-    Option("fixture_api", "--fixture-api", "HERMES_SERVER_FIXTURE_API", False, text,
+    Option("fixture_api", "--fixture-api", "HERMES_SERVER_FIXTURE_API", SETTING, text,
            "serve the /_fixture/ control API (reset, seed, faults, request journal, clock), "
            "behind the same bearer key (off: 404)", group="test control", switch=True),
-    Option("deterministic", "--deterministic", "HERMES_SERVER_DETERMINISTIC", False, text,
+    Option("deterministic", "--deterministic", "HERMES_SERVER_DETERMINISTIC", SETTING, text,
            "reproducible generated ids (still api_<seconds>_<8 hex>) and a clock that starts at "
            "2030-01-01T00:00:00Z and moves 1 ms per reading", group="test control", switch=True),
-    Option("herm_run", "--herm-run", "HERMES_SERVER_HERM_RUN", False, text,
-           "also serve herm.run's hosted sessions API (/v1/sessions, /v1/sandboxes/warm; docs/herm-run.md), "
-           "stored in herm-run.db beside state.db", group="herm.run", switch=True),
-    Option("herm_run_key", "--herm-run-key", "HERMES_SERVER_HERM_RUN_KEY", None, text,
-           "the key herm.run clients send in x-api-key", group="herm.run", metavar="KEY",
-           shown_default="the bearer key"),
-    Option("herm_run_allowance", "--herm-run-allowance", "HERMES_SERVER_HERM_RUN_ALLOWANCE", 5, whole(0),
-           "sessions one subject may create with one agent per window (a fixture may set its own)",
-           group="herm.run", metavar="N"),
-    Option("herm_run_window_seconds", "--herm-run-window", "HERMES_SERVER_HERM_RUN_WINDOW", 60.0, positive,
-           "length of the fixed allowance window", group="herm.run", metavar="S", shown_default="60"),
-    Option("upstream_quirks", "--upstream-quirks", "HERMES_SERVER_UPSTREAM_QUIRKS", False, text,
+    Option("upstream_quirks", "--upstream-quirks", "HERMES_SERVER_UPSTREAM_QUIRKS", SETTING, text,
            "answer exactly as hermes-agent 0.19.0 does wherever docs/differences.md lists a deviation "
            "(its text/plain 500s included), to see the failures real Hermes gives", group="test control",
            switch=True),
 )
 
-GROUP_TITLES = {"chat": "chat", "request heads": "request heads", "test control": "test control",
-                "herm.run": "herm.run dialect (off by default)"}
+GROUP_TITLES = {"chat": "chat", "request heads": "request heads", "test control": "test control"}
 
 
-def add_options(parser: argparse.ArgumentParser, options: Sequence[Option]) -> None:
+def add_options(parser: argparse.ArgumentParser, options: Sequence[Option],
+                titles: Mapping[str, str] = GROUP_TITLES) -> None:
     """Add each option as a flag (read as text; `resolve` parses it) under its group."""
     groups: dict[str, Any] = {}
     for option in options:
         target = parser if option.group == "server" else groups.setdefault(
-            option.group, parser.add_argument_group(GROUP_TITLES[option.group]))
+            option.group, parser.add_argument_group(titles[option.group]))
         if option.switch:
             target.add_argument(option.flag, dest=option.dest, action="store_true", help=option.help_text())
         else:

@@ -1,0 +1,109 @@
+"""`hermes-server` command line: the parser and `main`; each command in a module of its own.
+
+Every option has an environment fallback (one table, `options.py`, plus each known dialect's
+rows) so the same image or Makefile target works in docker-compose and CI without flags.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from hermes_server import UPSTREAM_VERSION, __version__
+from hermes_server.cli.healthcheck import healthcheck
+from hermes_server.cli.options import (
+    GROUP_TITLES,
+    HOME,
+    SERVE_OPTIONS,
+    Option,
+    OptionError,
+    add_options,
+    env_text,
+)
+from hermes_server.cli.seed import seed
+from hermes_server.cli.serve import serve
+from hermes_server.dialects import KNOWN
+from hermes_server.http.logs import say
+
+
+def serve_options() -> tuple[tuple[Option, ...], dict[str, str]]:
+    """Every `serve` row (Hermes's, then each known dialect's) and the titles of their groups."""
+    rows = SERVE_OPTIONS + tuple(row for dialect in KNOWN for row in dialect.options)
+    return rows, {**GROUP_TITLES, **{dialect.group: dialect.group_title for dialect in KNOWN}}
+
+DESCRIPTION = f"""\
+hermes-server: a local, faithful emulator of the Hermes Agent persistent-session API
+(hermes-agent {UPSTREAM_VERSION}) over a Hermes-compatible state.db.
+
+Point a connector or client at http://HOST:PORT with `Authorization: Bearer KEY`.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hermes-server", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--version", action="version",
+                        version=f"hermes-server {__version__} (emulates hermes-agent {UPSTREAM_VERSION})")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    serve = commands.add_parser(
+        "serve",
+        help="run the API server",
+        description="Run the session API server. Options fall back to the environment variables shown.",
+    )
+    add_options(serve, *serve_options())
+    seed = commands.add_parser(
+        "seed",
+        help="load a fixture file into a state.db (a server may be running on it)",
+        description="Merge the sessions and messages of a fixture file (docs/fixtures.md) into "
+                    "HERMES_HOME/state.db in one transaction. An invalid fixture is rejected whole, "
+                    "each problem named by its JSON path, and nothing is written."
+                    + "".join(f" {dialect.seed_note}" for dialect in KNOWN if dialect.seed_note),
+    )
+    seed.add_argument("file", metavar="FILE", help="fixture file: JSON, or YAML (.yaml/.yml) when PyYAML is installed")
+    add_options(seed, (HOME,))
+    seed.add_argument("--replace", action="store_true",
+                      help="empty every session table first (same transaction), so state.db holds exactly the "
+                           "fixture" + "".join(f" ({dialect.replace_note})" for dialect in KNOWN if dialect.replace_note)
+                           + "; refused when state.db holds sessions hermes-server did not write (source other than "
+                           "api_server), unless --force")
+    seed.add_argument("--force", action="store_true",
+                      help="with --replace: replace even sessions hermes-server did not write (a real Hermes home's)")
+    health = commands.add_parser(
+        "healthcheck",
+        help="exit 0 when a server answers GET /health (the container's HEALTHCHECK)",
+        description="Probe a running server's /health; exit 0 when it answers 200, 1 otherwise.",
+    )
+    health.add_argument("--url", default=None,
+                        help="base URL to probe (default http://127.0.0.1:PORT, PORT from env API_SERVER_PORT or 8642; "
+                             "a specific API_SERVER_HOST is used instead of 127.0.0.1)")
+    health.add_argument("--timeout", type=float, default=3.0, help="seconds to wait for the answer (default 3)")
+    health.add_argument("--ready", action="store_true",
+                        help="readiness instead of liveness: GET /health/detailed and exit 1 unless its state_db and "
+                             "gateway checks are ok (a home that cannot hold state.db fails it); the key is "
+                             "API_SERVER_KEY, else the one kept in HERMES_HOME")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command == "serve":
+        try:
+            return serve(args)
+        except OptionError as refused:  # a refused option value: one line, the usage-error status
+            # In JSON when that was asked for, even if another option was the bad one.
+            fmt = "json" if (args.log_format or env_text("HERMES_SERVER_LOG_FORMAT")) == "json" else "text"
+            say(str(refused), fmt, level="error", stream=sys.stderr)
+            return 2
+    if args.command == "healthcheck":
+        return healthcheck(args)
+    if args.command == "seed":
+        try:
+            return seed(args)
+        except OptionError as refused:  # an unusable HERMES_HOME value
+            print(f"hermes-server: {refused}", file=sys.stderr)
+            return 1
+    parser.print_help()
+    return 0 if args.command is None else 2

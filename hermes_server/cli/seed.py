@@ -1,0 +1,73 @@
+"""`hermes-server seed FILE`: load a fixture into a Hermes home from outside any server."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hermes_server.cli.options import HOME
+from hermes_server.config import Settings
+from hermes_server.dialects import KNOWN
+from hermes_server.families import Family, FixtureParts
+
+if TYPE_CHECKING:
+    from hermes_server.testing.load import LoadResult
+
+
+async def _seed(home: Path, document: Any, now: float, replace: bool) -> tuple[LoadResult, FixtureParts]:
+    """Load `document`, each known dialect whose key it uses opened on its own file for the load."""
+    from hermes_server.store.db import Database
+    from hermes_server.testing.load import seed_home
+
+    settings = Settings(home=home)
+    used = [d for d in KNOWN if d.fixture_key is not None and isinstance(document, dict)
+            and document.get(d.fixture_key) is not None]
+    families: tuple[Family, ...] = tuple(d.build(settings, partial(Database, reader_threads=1)) for d in used)
+    parts = FixtureParts.of(KNOWN, None, families)
+    try:
+        return await seed_home(home, document, now, replace=replace, parts=parts), parts
+    finally:
+        for family in families:
+            await family.close()
+
+
+def seed(args: argparse.Namespace) -> int:
+    """`hermes-server seed FILE`: exit 0 loaded, 1 rejected (problems on stderr), 2 unusable state.db."""
+    import asyncio
+    import time
+
+    from hermes_server.domain.errors import (
+        DatabaseUnavailable,
+        DocumentError,
+        SchemaMismatch,
+    )
+    from hermes_server.store.migrate import check_existing
+    from hermes_server.testing.load import read_document, replace_refusal
+    from hermes_server.testing.model import parse_fixture
+
+    home = HOME.resolve(args.home)
+    db_path = Settings(home=home).db_path
+    path = Path(args.file).expanduser()
+    try:
+        check_existing(db_path)
+        document = read_document(path)
+        fixture = parse_fixture(document, time.time(), defer=True, owned=FixtureParts.of(KNOWN, None).keys)
+        refusal = replace_refusal(db_path, fixture) if args.replace and not args.force and not fixture.problems else None
+        if refusal:
+            print(f"hermes-server: {refusal}", file=sys.stderr)
+            return 2
+        result, parts = asyncio.run(_seed(home, document, time.time(), args.replace))
+    except DocumentError as exc:
+        print(f"hermes-server: {exc.report(f'fixture {path}')}", file=sys.stderr)
+        return 1
+    except (SchemaMismatch, DatabaseUnavailable) as exc:
+        print(f"hermes-server: {exc}", file=sys.stderr)
+        return 2
+    print(f"hermes-server: loaded {path} into {db_path}: {result.sessions_written} sessions, "
+          f"{result.messages_written} messages (state.db now holds {result.sessions_total} sessions)")
+    for key, counts in result.parts.items():
+        print(f"hermes-server: {parts.loaders[key].summary(counts)}")
+    return 0

@@ -1,0 +1,157 @@
+"""`hermes-server serve`: check everything, bind the socket, then run uvicorn on it."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import signal
+import sys
+
+from hermes_server.cli.options import SERVE_OPTIONS, OptionError, resolve_all
+from hermes_server.config import Settings
+from hermes_server.dialects import KNOWN
+from hermes_server.domain.keys import key_problem
+from hermes_server.families import FixtureParts
+from hermes_server.http.logs import configure_logging, say
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def settings_from_args(args: argparse.Namespace) -> tuple[Settings, bool]:
+    """Resolve flags and environment into Settings (each known dialect's rows into `extras`),
+    and whether --no-auth is on; raises OptionError on a bad value."""
+    values = resolve_all(args, SERVE_OPTIONS)
+    extras = [resolve_all(args, dialect.options) for dialect in KNOWN]
+    no_auth = values.pop("no_auth")
+    key = values.pop("api_key")
+    if no_auth:
+        key = None
+    elif key is not None:
+        problem = key_problem(key)
+        if problem:
+            raise OptionError(f"refusing to start: {problem}")
+        key = key.strip()
+    settled: dict[str, object] = {}
+    for dialect, own in zip(KNOWN, extras, strict=True):
+        settled.update(dialect.settle(own))
+    return Settings(api_key=key, extras=settled, **values), no_auth
+
+
+def _exit_after_shutdown(signum: int, frame: object) -> None:
+    raise SystemExit(0)
+
+
+def _announce_key(settings: Settings, no_auth: bool) -> Settings | str:
+    """Settings with the key to require (the kept one when none was given), or a refusal."""
+    from hermes_server.cli.keyfile import KeyFileError, stored_key
+
+    fmt = settings.log_format
+    if settings.api_key is not None or no_auth:
+        return settings
+    try:
+        kept = stored_key(settings.home)
+    except KeyFileError as exc:
+        return f"refusing to start: {exc}"
+    if kept.generated:
+        where = (f"not kept ({kept.not_kept} writing {kept.path}): a restart makes a new one" if kept.not_kept
+                 else f"kept in {kept.path} (mode 0600) and reused on restart")
+        say(f"generated API key (send as 'Authorization: Bearer <key>'): {kept.key} ({where})", fmt)
+    else:
+        say(f"API key read from {kept.path} (send as 'Authorization: Bearer <key>'; "
+            "delete the file for a new key, or set API_SERVER_KEY)", fmt)
+    return Settings(**{**settings.__dict__, "api_key": kept.key})
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Check everything, bind the socket, then say where it serves and run uvicorn on that socket."""
+    import uvicorn
+    from sse_starlette.sse import AppStatus
+
+    from hermes_server.app import create_app
+    from hermes_server.cli.listen import ListenError, bind
+    from hermes_server.cli.transport import HeadLimits, protocol_for
+    from hermes_server.domain.errors import SchemaMismatch
+    from hermes_server.store.migrate import check_existing
+
+    settings, no_auth = settings_from_args(args)
+    fmt = settings.log_format
+    configure_logging(settings.log_level, fmt)
+
+    def refuse(message: str) -> int:
+        say(message, fmt, level="error", stream=sys.stderr)
+        return 2
+
+    keyed = _announce_key(settings, no_auth)
+    if isinstance(keyed, str):
+        return refuse(keyed)
+    settings = keyed
+    if no_auth and not _is_loopback(settings.host):
+        say(f"--no-auth on non-loopback address {settings.host}: anyone who can reach it can read and change "
+            "sessions.", fmt, level="warning", stream=sys.stderr)
+    try:
+        check_existing(settings.db_path)
+    except SchemaMismatch as exc:
+        return refuse(str(exc))
+    if settings.fixture_path is not None:
+        from hermes_server.testing.load import problems_of, start_report
+
+        parts = FixtureParts.of(KNOWN, settings)
+        rejected = problems_of(settings.fixture_path, settings.db_path, parts=parts)
+        if rejected is not None:
+            return refuse(start_report(settings.fixture_path, rejected))
+    if settings.fixture_api and settings.api_key is None and not _is_loopback(settings.host):
+        say(f"--fixture-api without a key on {settings.host}: anyone who can reach it can reset the database.",
+            fmt, level="warning", stream=sys.stderr)
+    try:
+        app = create_app(settings)
+    except ValueError as exc:  # an unusable --agent configuration
+        return refuse(str(exc))
+    try:
+        sock = bind(settings.host, settings.port)
+    except ListenError as exc:
+        return refuse(str(exc))
+    say(f"serving http://{settings.host}:{settings.port} over {settings.db_path}", fmt)
+    # sse-starlette would cut every open stream the moment SIGTERM arrives; a stream is an
+    # in-flight request like any other, so it gets the same grace period (below) to finish.
+    AppStatus.disable_automatic_graceful_drain()
+    # uvicorn re-raises a SIGTERM it handled once its graceful shutdown is done, so the default
+    # action would then kill the process (status -15) although nothing was lost; a clean stop
+    # exits 0, as Ctrl-C does.
+    signal.signal(signal.SIGTERM, _exit_after_shutdown)
+    config = uvicorn.Config(
+        app,
+        log_level=settings.log_level,
+        # Our handler and format (configure_logging) for uvicorn's loggers too, and our
+        # access line instead of uvicorn's.
+        log_config=None,
+        access_log=False,
+        # Like upstream's aiohttp, take the client address and scheme from the socket, never
+        # from X-Forwarded-* (uvicorn trusts them from 127.0.0.1 by default), and skip that
+        # per-request header scan.
+        proxy_headers=False,
+        # On SIGTERM/SIGINT: stop accepting, let in-flight requests and streams finish for up
+        # to this long, then cancel them (app.py closes a cut stream with its last chunk);
+        # chat turns and state.db are closed last, in lifespan shutdown. uvicorn's annotation
+        # says int, but it waits with asyncio.wait_for, which takes fractions (--shutdown-grace 0.5).
+        timeout_graceful_shutdown=settings.shutdown_grace_seconds,  # type: ignore[arg-type]
+        lifespan="on",
+        # httptools with byte limits on the request head (cli/transport.py).
+        http=protocol_for(HeadLimits(settings.max_request_line, settings.max_header_bytes,
+                                     settings.max_head_bytes, settings.max_request_bytes)),
+    )
+    server = uvicorn.Server(config)
+    try:
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sock.close()
+    # Lifespan start-up failed (uvicorn logged why): not a clean stop.
+    return 0 if server.started else 3
