@@ -11,22 +11,23 @@ imported only when a test feature is switched on, and the herm.run dialect only 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
+from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from hermes_server.agents import build_agent
+from hermes_server.api.errors import build_errors
 from hermes_server.chat.hooks import NO_HOOKS
 from hermes_server.config import Settings
 from hermes_server.context import AppContext
 from hermes_server.domain.clock import Clock
 from hermes_server.domain.ids import IdSource
 from hermes_server.domain.quirks import Quirks
-from hermes_server.http.errors import HERMES_ERRORS, ErrorMap
-from hermes_server.http.deviations import deviation_rows
-from hermes_server.http.job_errors import job_error_rows
-from hermes_server.http.pipeline import Pipeline
-from hermes_server.http.routing import Route, Router
+from hermes_server.http.auth import bearer_check
+from hermes_server.http.pipeline import Check, Pipeline
+from hermes_server.http.routing import BEARER, Route, Router
+from hermes_server.openapi.schemas import FIRE_TOKEN
 from hermes_server.routes import catalog, chat, completions, discovery, jobs, responses, runs, sessions
 from hermes_server.store.db import Database
 
@@ -41,21 +42,23 @@ def build_routes() -> list[Route]:
             *runs.routes(), *catalog.routes(), *jobs.routes()]
 
 
-def build_errors(quirks: Quirks) -> ErrorMap:
-    """The app's error table: the Hermes rows, the jobs rows, and for each documented deviation
-    hermes-server's answer or 0.19.0's, as `quirks` chooses (once, here)."""
-    return ErrorMap({**HERMES_ERRORS.handlers, **job_error_rows(quirks), **deviation_rows(quirks, HERMES_ERRORS)})
+def security_checks(settings: Settings) -> dict[str, Check]:
+    """The check of each security scheme the Hermes operations name (the pipeline runs them)."""
+    return {BEARER: bearer_check(settings.api_key), FIRE_TOKEN: catalog.refuse_fire_token}
 
 
 @dataclass
 class Dialects:
-    """What the dialects switched on add: routes, their databases, OpenAPI components."""
+    """What the dialects switched on add: routes, their databases, OpenAPI components, the
+    checks of their security schemes, and the request headers browsers may send them."""
 
     routes: list[Route] = field(default_factory=list)
     # The database each dialect route is served from (its storage faults act on it).
     databases: dict[str, Database] = field(default_factory=dict)
     components: dict[str, Any] = field(default_factory=dict)
     herm_store: HermRunStore | None = None
+    checks: dict[str, Callable[[Request], None]] = field(default_factory=dict)
+    cors_headers: tuple[str, ...] = ()
 
     @classmethod
     def build(cls, settings: Settings) -> Dialects:
@@ -63,11 +66,14 @@ class Dialects:
             return cls()
         from hermes_server.hermrun import openapi as herm_openapi
         from hermes_server.hermrun.routes import build_routes as herm_routes
+        from hermes_server.hermrun.routes import security_checks as herm_checks
         from hermes_server.hermrun.store import HermRunStore
 
         store = HermRunStore(settings.home, write_retry_seconds=settings.write_retry_seconds)
         routes = herm_routes(store)
-        return cls(routes, {route.name: store.db for route in routes}, herm_openapi.COMPONENTS, store)
+        # herm.run clients authenticate with `x-api-key`; browsers may send it only while it is served.
+        return cls(routes, {route.name: store.db for route in routes}, herm_openapi.COMPONENTS, store,
+                   herm_checks(settings), ("x-api-key",))
 
     async def close(self) -> None:
         if self.herm_store is not None:
@@ -98,7 +104,9 @@ class HermesApp:
             quirks=quirks,
         )
         self.start_fixture = start_fixture
-        pipeline = Pipeline(settings, Router(routes), self.context, errors)
+        pipeline = Pipeline(settings, Router(routes), self.context, errors,
+                            checks={**security_checks(settings), **dialects.checks},
+                            extra_cors_headers=dialects.cors_headers)
         self.http: ASGIApp = control.wrap_app(pipeline) if control else pipeline
 
     @staticmethod

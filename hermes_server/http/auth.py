@@ -1,13 +1,14 @@
-"""Bearer authentication and the `X-Hermes-Session-Key` header rules."""
+"""Bearer authentication (the pipeline's check for the `bearer` scheme) and the
+`X-Hermes-Session-Key` header rules."""
 
 from __future__ import annotations
 
 import hmac
+from typing import Callable
 
 from starlette.requests import Request
 
-from hermes_server.domain.quirks import Deviation
-from hermes_server.http.errors import ApiError, unauthorized
+from hermes_server.http.errors import ApiError, UndecodableBearer, Unauthorized
 
 MAX_SESSION_KEY_LENGTH = 256
 
@@ -38,12 +39,19 @@ def check_bearer(request: Request, api_key: str | None) -> None:
     try:
         header = raw.decode("utf-8")
     except UnicodeDecodeError:
-        raise Deviation("undecodable_bearer_500", unauthorized()) from None
+        raise UndecodableBearer() from None
     if header.startswith("Bearer "):
         token = header[7:].strip()
         if hmac.compare_digest(token.encode("utf-8", "surrogatepass"), api_key.encode("utf-8")):
             return
-    raise unauthorized()
+    raise Unauthorized()
+
+
+def bearer_check(api_key: str | None) -> Callable[[Request], None]:
+    """The pipeline's check of the `bearer` scheme for a server whose key is `api_key`."""
+    def check(request: Request) -> None:
+        check_bearer(request, api_key)
+    return check
 
 
 def session_key(request: Request, api_key: str | None) -> str | None:

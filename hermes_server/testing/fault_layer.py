@@ -68,7 +68,7 @@ class FaultLayer:
         database its storage faults act on (None: state.db)."""
         errors = route.errors or self.errors
         return route.with_methods({method: self._wrapped(endpoint, route.name, errors, db or self.db)
-                                   for method, endpoint in route.methods.items()})
+                                   for method, endpoint in route.endpoints.items()})
 
     def _wrapped(self, endpoint: Endpoint, route_name: str, errors: ErrorMap, db: Database) -> Endpoint:
         async def call(request: Request, ctx: Any) -> Response:

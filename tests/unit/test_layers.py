@@ -86,7 +86,13 @@ ALLOWED = {
     "agents": {"", "domain", "config"},
     "http": {"", "domain", "config"},
 }
+# The generic edge knows no sessions or jobs: of domain/ it uses only text helpers (the redaction
+# of error texts, and the scrubbing of lone surrogates that domain/titles.py keeps beside its users).
+HTTP_DOMAIN = {f"{ROOT}.domain.redact", f"{ROOT}.domain.titles"}
 CHAT_FORBIDDEN = {"http", "routes", "testing", "app", "cli"}
+# The Hermes product's tables (api/) sit beside the routes, which use them; they never
+# reach up to the routes, test control or the composition root.
+API_FORBIDDEN = {"routes", "testing", "app", "cli"}
 TESTING_IMPORTERS = {"app", "cli", "testing"}
 # A dialect (another product's API) shares the edge, the writer machinery, the rules and the
 # chat use cases, and nothing else: never Hermes's routes, test control or the composition root.
@@ -107,12 +113,16 @@ def violations(edges: dict[str, set[str]]) -> list[str]:
                 continue
             if src_layer in ALLOWED and dst_layer not in ALLOWED[src_layer] and dst_layer != src_layer:
                 found.append(f"{source} imports {target}: {src_layer}/ may import only {sorted(ALLOWED[src_layer])}")
+            if src_layer == "http" and dst_layer == "domain" and target not in HTTP_DOMAIN:
+                found.append(f"{source} imports {target}: http/ uses of domain/ only {sorted(HTTP_DOMAIN)}")
+            if src_layer == "api" and dst_layer in API_FORBIDDEN:
+                found.append(f"{source} imports {target}: api/ never imports {dst_layer}")
             if src_layer == "chat" and dst_layer in CHAT_FORBIDDEN:
                 found.append(f"{source} imports {target}: chat/ never imports {dst_layer}")
             if src_layer in DIALECTS and dst_layer not in DIALECT_ALLOWED and target != DIALECT_STORE:
                 found.append(f"{source} imports {target}: a dialect may import only http/, chat/, domain/, "
                              "config and store/db.py")
-            if dst_layer in DIALECTS and src_layer in {"domain", "store", "agents", "http", "chat", "routes"}:
+            if dst_layer in DIALECTS and src_layer in {"domain", "store", "agents", "http", "chat", "routes", "api"}:
                 found.append(f"{source} imports {target}: only app.py, cli.py and testing/ know a dialect")
             if dst_layer == "testing" and src_layer not in TESTING_IMPORTERS:
                 found.append(f"{source} imports {target}: only app.py, cli.py and testing/ import testing/")
@@ -142,6 +152,10 @@ def test_the_graph_sees_every_kind_of_import() -> None:
     ({"hermes_server.domain.a": {"hermes_server.store.db"}}, "domain/ may import only"),
     ({"hermes_server.store.a": {"hermes_server.agents.base"}}, "store/ may import only"),
     ({"hermes_server.http.a": {"hermes_server.routes.common"}}, "http/ may import only"),
+    ({"hermes_server.http.a": {"hermes_server.api.errors"}}, "http/ may import only"),
+    ({"hermes_server.http.a": {"hermes_server.domain.errors"}}, "http/ uses of domain/ only"),
+    ({"hermes_server.api.a": {"hermes_server.routes.common"}}, "api/ never imports routes"),
+    ({"hermes_server.api.a": {"hermes_server.hermrun.store"}}, "only app.py, cli.py and testing/ know"),
     ({"hermes_server.chat.a": {"hermes_server.http.sse"}}, "chat/ never imports http"),
     ({"hermes_server.routes.chat": {"hermes_server.routes.sessions"}}, "never import each other"),
     ({"hermes_server.routes.chat": {"hermes_server.testing.faults"}}, "only app.py, cli.py and testing/"),
