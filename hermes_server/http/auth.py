@@ -20,7 +20,8 @@ _NO_KEY_MESSAGE = (
 
 def raw_header(request: Request, name: bytes) -> bytes | None:
     """First raw value of a header (bytes, so non-ASCII survives as sent)."""
-    for key, value in request.scope["headers"]:
+    headers: list[tuple[bytes, bytes]] = request.scope["headers"]
+    for key, value in headers:
         if key == name:
             return value
     return None

@@ -5,12 +5,14 @@ CORS → body-size limit → routing (framework 404/405) → the operation's sec
 handler → error mapping,
 and writes one access line per request whatever happened. (The path is matched just
 before the size check, which answers in the matched route's dialect; the order of the
-answers is upstream's.) It is one small class
-rather than a middleware stack because every request pays for each layer, and the
-order is easier to read in one place. The security check is the one the matched
-`Operation` names, from the table of checks the app is built with (Starlette's
-`requires` is the model), so no handler authenticates by hand. Optional layers (test control) wrap it once,
-when the app is composed; nothing here asks whether they exist.
+answers is upstream's.) It is one small class rather than a middleware stack because
+every request pays for each layer, and the order is easier to read in one place.
+
+The security check is the one the matched `Operation` names, from the table of checks
+the app is built with (Starlette's `requires` is the model), so no handler
+authenticates by hand and /openapi.json cannot claim what the server does not do.
+Optional layers (test control) wrap it once, when the app is composed; nothing here
+asks whether they exist.
 """
 
 from __future__ import annotations

@@ -152,8 +152,8 @@ async def list_messages(request: Request, ctx: AppContext) -> Response:
     await ctx.db.ensure_open()
 
     async def build() -> bytes:
-        transcript = await ctx.db.read(messages.resolved_transcript, session_id, 
-                                      Quirk.FORK_TAKES_OVER_MESSAGES in ctx.quirks)
+        takes_over = Quirk.FORK_TAKES_OVER_MESSAGES in ctx.quirks
+        transcript = await ctx.db.read(messages.resolved_transcript, session_id, takes_over)
         if transcript is None:
             raise session_not_found(session_id)
         target, rows = transcript

@@ -96,3 +96,14 @@ def test_an_operation_naming_a_scheme_without_a_check_is_refused_when_the_app_is
     route = Route("r", "/r", {"GET": Method(endpoint, Operation(summary="s", responses={}, security="nobody"))})
     with pytest.raises(ValueError, match="nobody"):
         Pipeline(Settings(home=tmp_path), Router([route]), None, ErrorMap({}), checks={})
+
+
+def test_the_key_is_checked_before_any_fault_acts(keyed: RunningServer) -> None:
+    fault = {"route": "sessions", "kind": "status", "status": 503, "times": "always"}
+    assert keyed.client.put("/_fixture/faults", json=fault).status_code == 200
+    try:
+        assert keyless(keyed, "GET", "/api/sessions").status_code == 401
+        assert keyed.client.get("/_fixture/faults").json()["data"][0]["fired"] == 0
+        assert keyed.client.get("/api/sessions").status_code == 503
+    finally:
+        assert keyed.client.delete("/_fixture/faults").status_code == 200
