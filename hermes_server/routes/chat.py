@@ -19,7 +19,7 @@ from hermes_server.chat.turn import ChatTurn, answer, run_turn
 from hermes_server.context import AppContext
 from hermes_server.domain.content import extract_user_message, system_instruction
 from hermes_server.domain.redact import redact
-from hermes_server.http.auth import session_key
+from hermes_server.api.session_key import session_key
 from hermes_server.http.body import read_json_object
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Method, Operation, Route

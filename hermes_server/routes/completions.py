@@ -38,7 +38,8 @@ from hermes_server.domain.openai_messages import (
     request_fingerprint,
 )
 from hermes_server.domain.redact import redact
-from hermes_server.http.auth import raw_header, session_key
+from hermes_server.api.session_key import session_key
+from hermes_server.http.auth import raw_header
 from hermes_server.http.body import read_json_object
 from hermes_server.api.errors import crashing_non_object
 from hermes_server.http.errors import ApiError

@@ -26,7 +26,7 @@ from hermes_server.domain.quirks import Quirk
 from hermes_server.domain.response_history import model_turn, stored_history
 from hermes_server.domain.response_input import fingerprint, output_items, parse_response_input, user_turn
 from hermes_server.domain.titles import has_lone_surrogate
-from hermes_server.http.auth import session_key
+from hermes_server.api.session_key import session_key
 from hermes_server.http.body import read_json_object
 from hermes_server.api.deviations import CrashingInput
 from hermes_server.api.errors import crashing_non_object

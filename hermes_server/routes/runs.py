@@ -21,7 +21,7 @@ from hermes_server.domain.openai_messages import request_bool
 from hermes_server.domain.response_history import model_turn
 from hermes_server.domain.run_input import parse_run_input
 from hermes_server.domain.titles import has_lone_surrogate
-from hermes_server.http.auth import session_key
+from hermes_server.api.session_key import session_key
 from hermes_server.http.body import read_json_object
 from hermes_server.api.errors import crashing_non_object, invalid_field
 from hermes_server.http.errors import ApiError
