@@ -56,7 +56,7 @@ def upstream_crash() -> Response:
 
 
 # 0.19.0's answer to one error, given hermes-server's own map; None where 0.19.0 answers as we do.
-Upstream = Callable[[Any, ErrorMap], "Response | None"]
+Upstream = Callable[[Any, ErrorMap], Response | None]
 
 
 def _crash(exc: Any, base: ErrorMap) -> Response:
@@ -96,4 +96,7 @@ def deviation_rows(quirks: Quirks, base: ErrorMap) -> Mapping[type[BaseException
 
 
 def _swapped(upstream: Upstream, base: ErrorMap) -> Handler:
-    return lambda exc: upstream(exc, base) or base.render(exc)
+    def answer(exc: Any) -> Response | None:
+        given = upstream(exc, base)
+        return base.render(exc) if given is None else given
+    return answer

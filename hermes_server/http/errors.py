@@ -111,7 +111,7 @@ def not_an_object() -> ApiError:
 
 
 # An error's answer; None says the map does not know it after all (the pipeline then reports a bug).
-Handler = Callable[[Any], "Response | None"]
+Handler = Callable[[Any], Response | None]
 
 
 class ErrorMap:
