@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from hermes_server.agents import build_agent
+from hermes_server.api.errors import build_errors
 from hermes_server.chat.hooks import NO_HOOKS
 from hermes_server.chat.replay import ReplayCache
 from hermes_server.chat.runs import Runs
@@ -31,12 +32,11 @@ from hermes_server.dialects import KNOWN
 from hermes_server.domain.clock import Clock
 from hermes_server.domain.ids import IdSource
 from hermes_server.domain.quirks import Quirks
-from hermes_server.families import Family, FixtureParts, with_defaults
-from hermes_server.http.deviations import deviation_rows
-from hermes_server.http.errors import HERMES_ERRORS, ErrorMap
-from hermes_server.http.job_errors import job_error_rows
-from hermes_server.http.pipeline import Pipeline
-from hermes_server.http.routing import Route, Router
+from hermes_server.families import FixtureParts, with_defaults
+from hermes_server.http.auth import bearer_check
+from hermes_server.http.pipeline import Check, Pipeline
+from hermes_server.http.routing import BEARER, Route, Router
+from hermes_server.openapi.schemas import FIRE_TOKEN
 from hermes_server.routes import catalog, chat, completions, discovery, jobs, responses, runs, sessions
 from hermes_server.state import StateRegistry
 from hermes_server.store import migrate
@@ -48,6 +48,8 @@ from hermes_server.store.responses import ResponseStore
 from hermes_server.store.seeding import SessionRows
 
 if TYPE_CHECKING:
+    from hermes_server.families import Family
+    from hermes_server.http.errors import Handler
     from hermes_server.testing.load import StartFixture
     from hermes_server.testing.storage_gate import StorageGates
 
@@ -58,14 +60,9 @@ def build_routes() -> list[Route]:
             *runs.routes(), *catalog.routes(), *jobs.routes()]
 
 
-def build_errors(quirks: Quirks, families: tuple[Family, ...] = ()) -> ErrorMap:
-    """The app's error table: the Hermes rows, the jobs rows, for each documented deviation
-    hermes-server's answer or 0.19.0's, as `quirks` chooses (once, here), and the rows the
-    served dialects add."""
-    rows = {**HERMES_ERRORS.handlers, **job_error_rows(quirks), **deviation_rows(quirks, HERMES_ERRORS)}
-    for family in families:
-        rows.update(family.errors)
-    return ErrorMap(rows)
+def security_checks(settings: Settings) -> dict[str, Check]:
+    """The check of each security scheme the Hermes operations name (the pipeline runs them)."""
+    return {BEARER: bearer_check(settings.api_key), FIRE_TOKEN: catalog.refuse_fire_token}
 
 
 class DatabaseMaker:
@@ -88,12 +85,15 @@ class DatabaseMaker:
 @dataclass
 class Dialects:
     """The served dialects' units, and what they add together: routes, the database of each
-    route (its storage faults act on it), OpenAPI components, CORS request headers."""
+    route (its storage faults act on it), error rows, OpenAPI components, the checks of their
+    security schemes, and the request headers browsers may send them."""
 
     families: tuple[Family, ...] = ()
     routes: list[Route] = field(default_factory=list)
     databases: dict[str, Database] = field(default_factory=dict)
     components: dict[str, Any] = field(default_factory=dict)
+    errors: dict[type[BaseException], Handler] = field(default_factory=dict)
+    checks: dict[str, Check] = field(default_factory=dict)
     cors_headers: tuple[str, ...] = ()
 
     @classmethod
@@ -104,7 +104,9 @@ class Dialects:
         for family in families:
             built.routes += family.routes
             built.databases.update(family.databases)
+            built.errors.update(family.errors)
             built.components.update(family.components)
+            built.checks.update(family.checks)
             built.cors_headers += family.cors_headers
         return built
 
@@ -136,7 +138,7 @@ class HermesApp:
         self.dialects = dialects = Dialects.build(settings, make_db)
         routes = build_routes() + dialects.routes
         quirks = Quirks.upstream(settings.upstream_quirks)
-        errors = build_errors(quirks, dialects.families)
+        errors = build_errors(quirks).merged(dialects.errors)
         parts = dialects.fixture_parts(settings)
         start_fixture = self._start_fixture(settings, parts)
         state = StateRegistry()
@@ -160,7 +162,9 @@ class HermesApp:
         )
         register_state(ctx, dialects)
         self.start_fixture = start_fixture
-        pipeline = Pipeline(settings, Router(routes), self.context, errors)
+        pipeline = Pipeline(settings, Router(routes), self.context, errors,
+                            checks={**security_checks(settings), **dialects.checks},
+                            extra_cors_headers=dialects.cors_headers)
         self.http: ASGIApp = control.wrap_app(pipeline) if control else pipeline
 
     @staticmethod

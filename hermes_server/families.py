@@ -23,6 +23,7 @@ from hermes_server.state import Resettable
 if TYPE_CHECKING:
     from hermes_server.cli.options import Option
     from hermes_server.http.errors import Handler
+    from hermes_server.http.pipeline import Check
     from hermes_server.http.routing import Route
     from hermes_server.store.db import Database, DatabaseFactory
 
@@ -57,6 +58,8 @@ class Family:
     errors: Mapping[type[BaseException], Handler] = field(default_factory=dict)
     # OpenAPI components (by section) its operations name.
     components: Mapping[str, Any] = field(default_factory=dict)
+    # The check of each security scheme its operations name (the pipeline runs it first).
+    checks: Mapping[str, Check] = field(default_factory=dict)
     # Request headers browsers may send to it (CORS `Access-Control-Allow-Headers`).
     cors_headers: tuple[str, ...] = ()
     fixture: FixturePart | None = None

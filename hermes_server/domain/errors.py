@@ -1,6 +1,6 @@
 """The typed outcomes that code below the HTTP edge raises.
 
-Storage, the chat use cases and the fixture checks raise these; `http/errors.py`
+Storage, the chat use cases and the fixture checks raise these; `api/errors.py`
 maps each type to its envelope in one table, so no layer below the edge knows
 what an HTTP answer looks like and no route converts an error itself.
 """

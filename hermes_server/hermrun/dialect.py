@@ -62,9 +62,8 @@ def parse_fixture(value: Any, now: float) -> Any:
 def build(settings: Settings, make_db: DatabaseFactory) -> Family:
     """The served dialect: its routes over herm-run.db, which resets and closes with the app."""
     from hermes_server.hermrun import openapi
-    from hermes_server.hermrun.routes import build_routes
+    from hermes_server.hermrun.routes import build_routes, security_checks
     from hermes_server.hermrun.store import HermRunStore
-    from hermes_server.store.db import DatabaseFactory
 
     store = HermRunStore(settings.home, make_db)
     routes = build_routes(store)
@@ -76,7 +75,7 @@ def build(settings: Settings, make_db: DatabaseFactory) -> Family:
 
     return Family(
         GROUP, routes, databases={route.name: store.db for route in routes}, components=openapi.COMPONENTS,
-        cors_headers=(API_KEY_HEADER,), fixture=HermRunPart(store), control_routes=control_routes,
+        checks=security_checks(settings), cors_headers=(API_KEY_HEADER,), fixture=HermRunPart(store), control_routes=control_routes,
         resettables={"herm_run": store}, close=store.close,
     )
 

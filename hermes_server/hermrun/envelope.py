@@ -19,7 +19,6 @@ from hermes_server.domain.errors import DatabaseUnavailable
 from hermes_server.hermrun.errors import (
     HermRunError, InvalidState, NotFound, PayloadTooLarge, RateLimited, Unauthorized, Unavailable, ValidationFailed,
 )
-from hermes_server.domain.quirks import Deviation
 from hermes_server.http.errors import ApiError, ErrorMap, InjectedStatus
 from hermes_server.http.responses import ExactResponse
 
@@ -91,15 +90,8 @@ def _unavailable(exc: DatabaseUnavailable) -> Response:
     return error_response(Unavailable(UNAVAILABLE_MESSAGE))
 
 
-def _deviation(exc: Deviation) -> Response | None:
-    """A shared edge answer hermes-server gives where 0.19.0 would not (the body limit): in this
-    envelope, always (the dialect has no 0.19.0 behaviour to fall back to)."""
-    return HERM_RUN_ERRORS.render(exc.error)
-
-
 HERM_RUN_ERRORS = ErrorMap({
     HermRunError: error_response,
-    Deviation: _deviation,
     DatabaseUnavailable: _unavailable,
     InjectedStatus: _injected,
     ApiError: _edge_error,

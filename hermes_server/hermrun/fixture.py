@@ -45,10 +45,9 @@ from hermes_server.hermrun.rules import (
     preview_version,
 )
 from hermes_server.hermrun.store import HermRunStore
-from hermes_server.http.auth import check_bearer
 from hermes_server.http.body import read_json_object
 from hermes_server.http.errors import ApiError
-from hermes_server.http.routing import Operation, Route
+from hermes_server.http.routing import Method, Operation, Route
 from hermes_server.openapi.schemas import AUTH_ERRORS, BODY_ERRORS
 from hermes_server.testing.validate import Checker, child, describe
 
@@ -347,8 +346,7 @@ def control_routes(store: HermRunStore) -> list[Route]:
 
     async def set_state(request: Request, ctx: Any) -> Response:
         """POST {"status", "usage"}: the session as the API now shows it (Hermes's envelope on refusals)."""
-        check_bearer(request, ctx.settings.api_key)
-        status, usage = parse_state(await read_json_object(request, ctx.settings.max_request_bytes))
+        status, usage = parse_state(await read_json_object(request))
         sid = request.scope["path_params"]["session_id"]
         try:
             row = await store.set_state(sid, ctx.now(), status=status, usage=usage)
@@ -356,8 +354,9 @@ def control_routes(store: HermRunStore) -> list[Route]:
             raise ApiError(404, exc.message, "session_not_found") from None
         return HermRunJSON(session_object(row))
 
-    return [Route("fixture_herm_run_session", "/_fixture/herm-run/sessions/{session_id}", {"POST": set_state}, {
-        "POST": Operation("Give a herm.run session a status and/or a usage snapshot (to reach the 409s)",
-                          {200: "HermRunSession", 404: "NotFound", **BODY_ERRORS, **AUTH_ERRORS},
-                          body="FixtureRequest"),
+    return [Route("fixture_herm_run_session", "/_fixture/herm-run/sessions/{session_id}", {
+        "POST": Method(set_state, Operation(
+            summary="Give a herm.run session a status and/or a usage snapshot (to reach the 409s)",
+            responses={200: "HermRunSession", 404: "NotFound", **BODY_ERRORS, **AUTH_ERRORS},
+            body="FixtureRequest")),
     })]

@@ -79,7 +79,7 @@ def configure_logging(level: str = "info", fmt: str = "text") -> None:
     logging.logThreads = False
     logging.logProcesses = False
     logging.logMultiprocessing = False
-    logging._srcfile = None  # type: ignore[attr-defined]
+    logging._srcfile = None
 
 
 def new_request_id() -> str:

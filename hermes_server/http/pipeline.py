@@ -1,13 +1,18 @@
 """The request pipeline: one ASGI callable from the socket to the handler and back.
 
 It mirrors upstream's middleware order, outermost first:
-CORS → body-size limit → routing (framework 404/405) → handler → error mapping,
+CORS → body-size limit → routing (framework 404/405) → the operation's security check →
+handler → error mapping,
 and writes one access line per request whatever happened. (The path is matched just
 before the size check, which answers in the matched route's dialect; the order of the
-answers is upstream's.) It is one small class
-rather than a middleware stack because every request pays for each layer, and the
-order is easier to read in one place. Optional layers (test control) wrap it once,
-when the app is composed; nothing here asks whether they exist.
+answers is upstream's.) It is one small class rather than a middleware stack because
+every request pays for each layer, and the order is easier to read in one place.
+
+The security check is the one the matched `Operation` names, from the table of checks
+the app is built with (Starlette's `requires` is the model), so no handler
+authenticates by hand and /openapi.json cannot claim what the server does not do.
+Optional layers (test control) wrap it once, when the app is composed; nothing here
+asks whether they exist.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
+from typing import Any, Callable, Mapping, Sequence
 from urllib.parse import quote
 
 from starlette.requests import Request
@@ -23,8 +28,8 @@ from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
 from hermes_server.config import Settings
-from hermes_server.http.body import ClientLeft
-from hermes_server.http.errors import ApiError, ErrorMap, body_too_large
+from hermes_server.http.body import BODY_LIMIT_KEY, ClientLeft
+from hermes_server.http.errors import ApiError, BodyTooLarge, ErrorMap
 from hermes_server.http.logs import CLIENT_LEFT, log_access, log_failure, new_request_id
 from hermes_server.http.responses import (
     METHOD_NOT_ALLOWED_TEXT,
@@ -41,8 +46,6 @@ log = logging.getLogger("hermes_server")
 _BODY_METHODS = {"POST", "PUT", "PATCH"}
 _CORS_METHODS = "GET, POST, DELETE, OPTIONS"
 _CORS_HEADERS = "Authorization, Content-Type, Idempotency-Key"
-# herm.run clients authenticate with `x-api-key`; browsers may send it only while that dialect is served.
-_HERM_RUN_HEADER = "x-api-key"
 # The answer of a request whose handler was still running when shutdown's grace ran out.
 SHUTTING_DOWN = ApiError(503, "Server is shutting down; the request ended before its answer was ready. "
                               "A chat turn it started still finishes and is stored.", "server_shutting_down",
@@ -68,11 +71,15 @@ def _note_answered_session(scope: Scope, start: Message) -> None:
             return
 
 
-def cors_headers(settings: Settings, origin: str) -> dict[str, str] | None:
-    """Headers for an allowed browser origin, or None."""
+# A security scheme's check: returns when the request may go on, else raises the refusal
+# (rendered by the route's error map, like any handler error).
+Check = Callable[[Request], None]
+
+
+def cors_headers(settings: Settings, origin: str, allowed: str) -> dict[str, str] | None:
+    """Headers for an allowed browser origin (`allowed`: the request headers it may send), or None."""
     if not origin or not settings.cors_origins:
         return None
-    allowed = f"{_CORS_HEADERS}, {_HERM_RUN_HEADER}" if settings.herm_run else _CORS_HEADERS
     base = {"Access-Control-Allow-Methods": _CORS_METHODS, "Access-Control-Allow-Headers": allowed}
     if "*" in settings.cors_origins:
         return {**base, "Access-Control-Allow-Origin": "*", "Access-Control-Max-Age": "600"}
@@ -96,18 +103,31 @@ def _content_length_error(request: Request, limit: int) -> ApiError | None:
     except ValueError:
         return ApiError(400, "Invalid Content-Length header.", "invalid_content_length", secure=False)
     if length > limit:
-        return body_too_large()
+        return BodyTooLarge()
     return None
 
 
 class Pipeline:
-    """The HTTP side of the app: `context` is handed to every handler as its second argument."""
+    """The HTTP side of the app: `context` is handed to every handler as its second argument.
 
-    def __init__(self, settings: Settings, router: Router, context: Any, errors: ErrorMap) -> None:
+    `checks` maps each security scheme an operation may name to its check; a route naming
+    a scheme without one is refused here, when the app is built. `extra_cors_headers` are
+    request headers browsers may send besides the standard ones (a dialect's own key header).
+    """
+
+    def __init__(self, settings: Settings, router: Router, context: Any, errors: ErrorMap, *,
+                 checks: Mapping[str, Check], extra_cors_headers: Sequence[str] = ()) -> None:
+        unchecked = sorted({f"{route.template} {name}: {method.operation.security}"
+                            for route in router.routes for name, method in route.methods.items()
+                            if method.operation.security is not None and method.operation.security not in checks})
+        if unchecked:
+            raise ValueError(f"operations name a security scheme no check is given for: {', '.join(unchecked)}")
         self.settings = settings
         self.router = router
         self.context = context
         self.errors = errors
+        self.checks = dict(checks)
+        self.cors_allowed = ", ".join((_CORS_HEADERS, *extra_cors_headers))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
@@ -187,7 +207,7 @@ class Pipeline:
         origin = request.headers.get("origin", "")
         if not _origin_allowed(settings, origin):
             return EmptyResponse(403), None
-        cors = cors_headers(settings, origin)
+        cors = cors_headers(settings, origin, self.cors_allowed)
         method = request.method
         if method == "OPTIONS":
             return (EmptyResponse(403) if cors is None else Response(status_code=200, headers=cors)), None
@@ -204,10 +224,14 @@ class Pipeline:
             return PlainTextResponse(NOT_FOUND_TEXT, 404), None
         request.scope["path_params"] = match.params
         request.scope[ROUTE_KEY] = match.route
-        if match.endpoint is None:
+        if match.method is None:
             return PlainTextResponse(METHOD_NOT_ALLOWED_TEXT, 405, {"Allow": match.route.allow}), match.route
+        request.scope[BODY_LIMIT_KEY] = settings.max_request_bytes
         try:
-            response = await match.endpoint(request, self.context)
+            security = match.method.operation.security
+            if security is not None:
+                self.checks[security](request)
+            response = await match.method.endpoint(request, self.context)
         except ClientLeft:
             raise  # the pipeline ends the request (see __call__)
         except Exception as exc:  # noqa: BLE001 - mapped below, or reported as a bug

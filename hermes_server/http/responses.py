@@ -39,6 +39,8 @@ def dumps(payload: Any) -> bytes:
 class ExactResponse(Response):
     """A response whose Content-Type is sent verbatim (Starlette would append a charset)."""
 
+    # Each subclass names its exact Content-Type.
+    media_type: str
     # Raw headers sent after Content-Length and before the extras (none here).
     fixed_headers: list[tuple[bytes, bytes]] = []
 

@@ -5,7 +5,8 @@ it: `/api/sessions/a%2Fb` addresses the id `a/b`. ASGI servers hand Starlette an
 already-decoded path, where that distinction is lost, hence this module.
 
 Each method of a route carries an `Operation`: the only description of the API, from
-which /openapi.json and /v1/capabilities are generated.
+which /openapi.json and /v1/capabilities are generated, and the contract the pipeline
+enforces (its security scheme).
 """
 
 from __future__ import annotations
@@ -21,49 +22,63 @@ if TYPE_CHECKING:
 Endpoint = Callable[..., Awaitable[Any]]
 
 
-@dataclass(frozen=True)
+# The security scheme of the Hermes routes (`Authorization: Bearer <key>`).
+BEARER = "bearer"
+
+
+@dataclass(frozen=True, kw_only=True)
 class Operation:
     """What clients may rely on for one method of one route.
 
     `capability` is the operation's name under `/v1/capabilities` `endpoints` (upstream's
     names; None for paths upstream does not advertise). `features` are the capability
     flags that serving this operation makes true. `responses` maps each status the
-    handler can answer to a response name of the OpenAPI document. `security` is the
-    OpenAPI security scheme an `auth` operation needs (a dialect names its own).
+    handler can answer to a response name of the OpenAPI document. `security` names the
+    OpenAPI security scheme a caller must satisfy (a dialect names its own; None: open):
+    the pipeline runs that scheme's check before the handler, so the document and the
+    answers cannot disagree.
     """
 
     summary: str
     responses: Mapping[int, str]
     capability: str | None = None
     features: tuple[str, ...] = ()
-    auth: bool = True
+    security: str | None = BEARER
     body: str | None = None
     query: tuple[str, ...] = ()
     headers: tuple[str, ...] = ()
-    security: str = "bearer"
+
+
+@dataclass(frozen=True)
+class Method:
+    """One method of a route: the endpoint that answers it and what it promises."""
+
+    endpoint: Endpoint
+    operation: Operation
 
 
 @dataclass
 class Route:
-    """One path template and the endpoint for each method it accepts.
-
-    `docs` describes each method for /openapi.json and /v1/capabilities; every
-    method in `methods` needs one (a test checks).
-    """
+    """One path template and, for each method it accepts, its endpoint and operation."""
 
     name: str
     template: str
-    methods: dict[str, Endpoint] = field(default_factory=dict)
-    docs: dict[str, Operation] = field(default_factory=dict)
+    methods: Mapping[str, Method] = field(default_factory=dict)
     # The envelope of the route's dialect; None: the app's (Hermes') error map.
     errors: ErrorMap | None = None
 
     def __post_init__(self) -> None:
         self.parts = self.template.split("/")
 
-    def with_methods(self, methods: dict[str, Endpoint]) -> Route:
-        """The same route with other endpoints (a layer wrapping every handler once, at build time)."""
-        return Route(self.name, self.template, methods, self.docs, self.errors)
+    def with_methods(self, endpoints: Mapping[str, Endpoint]) -> Route:
+        """The same route and operations with other endpoints (a layer wrapping every handler
+        once, at build time)."""
+        methods = {name: Method(endpoints[name], method.operation) for name, method in self.methods.items()}
+        return Route(self.name, self.template, methods, self.errors)
+
+    @property
+    def endpoints(self) -> dict[str, Endpoint]:
+        return {name: method.endpoint for name, method in self.methods.items()}
 
     def match(self, segments: list[str]) -> dict[str, str] | None:
         if len(segments) != len(self.parts):
@@ -89,7 +104,7 @@ class Route:
 class Match:
     route: Route | None
     params: dict[str, str]
-    endpoint: Endpoint | None
+    method: Method | None
 
 
 class Router:

@@ -11,7 +11,7 @@ from typing import Any, Iterable, Mapping
 
 from hermes_server import UPSTREAM_VERSION, __version__
 from hermes_server.http.routing import Operation, Route
-from hermes_server.openapi.schemas import PARAMETERS, RESPONSES, SCHEMAS, ref
+from hermes_server.openapi.schemas import PARAMETERS, RESPONSES, SCHEMAS, SECURITY_SCHEMES, ref
 
 # Order in which methods of one path appear in the document.
 _METHOD_ORDER = ("GET", "POST", "PUT", "PATCH", "DELETE")
@@ -42,20 +42,15 @@ def _operation(route: Route, method: str, op: Operation) -> dict[str, Any]:
         body["requestBody"] = {"required": True,
                                "content": {"application/json": {"schema": ref("schemas", op.body)}}}
     body["responses"] = {str(status): ref("responses", name) for status, name in sorted(op.responses.items())}
-    body["security"] = [{op.security: []}] if op.auth else []
+    body["security"] = [{op.security: []}] if op.security else []
     return body
 
 
 def operations(routes: Iterable[Route]) -> Iterable[tuple[Route, str, Operation]]:
-    """Every documented (route, method, operation), in table order.
-
-    A method without an Operation is left out rather than guessed at (a test requires
-    one for every method), so discovery never claims more than is described.
-    """
+    """Every (route, method, operation), in table order (each method carries its operation)."""
     for route in routes:
         for method in sorted(route.methods, key=_method_rank):
-            if method in route.docs:
-                yield route, method, route.docs[method]
+            yield route, method, route.methods[method].operation
 
 
 def _session_links(served: list[tuple[Route, str, Operation]]) -> dict[str, Any]:
@@ -95,7 +90,7 @@ def build_document(routes: Iterable[Route], extra: Mapping[str, Mapping[str, Any
         },
         "paths": paths,
         "components": _merged({
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "securitySchemes": SECURITY_SCHEMES,
             "parameters": PARAMETERS,
             "responses": responses,
             "schemas": SCHEMAS,

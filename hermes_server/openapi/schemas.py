@@ -12,6 +12,15 @@ from hermes_server.openapi.jobs_schemas import JOBS_PARAMETERS, JOBS_RESPONSES, 
 from hermes_server.openapi.runs_schemas import RUN_PARAMETERS, RUN_RESPONSES, RUN_SCHEMAS
 
 
+# The managed-cron fire webhook's own scheme: a bearer token the cron service mints, not the API key.
+FIRE_TOKEN = "fireToken"
+SECURITY_SCHEMES = {
+    "bearer": {"type": "http", "scheme": "bearer"},
+    FIRE_TOKEN: {"type": "http", "scheme": "bearer", "bearerFormat": "JWT",
+                 "description": "A token of the managed-cron service; with no verifier configured, none is valid."},
+}
+
+
 # Error answers shared by many operations, to merge into `Operation.responses`.
 AUTH_ERRORS = {401: "Unauthorized"}
 STORE_ERRORS = {401: "Unauthorized", 503: "Unavailable"}

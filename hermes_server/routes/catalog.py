@@ -6,7 +6,9 @@ Skills are read from `HERMES_HOME/skills/` as Hermes reads them. The toolset lis
 including its one visible change: the terminal toolset lists two more tools once the
 process has run its first agent turn. Platform events and cron fires need a gateway
 with platform adapters or a configured Chronos verifier; without them 0.19.0 refuses
-every such request before looking at its body or key, and so does this.
+every such request before looking at its body or key, and so does this. A cron fire
+is authenticated by its own token (the `fireToken` scheme, not the API key): with no
+verifier configured the pipeline's check of that scheme refuses every one.
 """
 
 from __future__ import annotations
@@ -23,11 +25,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from hermes_server.context import AppContext
-from hermes_server.http.auth import check_bearer
+from hermes_server.api.errors import InvalidFireToken
 from hermes_server.http.errors import ApiError
 from hermes_server.http.responses import HermesJSONResponse
-from hermes_server.http.routing import Operation, Route
-from hermes_server.openapi.schemas import AUTH_ERRORS
+from hermes_server.http.routing import Method, Operation, Route
+from hermes_server.openapi.schemas import AUTH_ERRORS, FIRE_TOKEN
 
 _TOOLSETS_FILE = Path(__file__).resolve().parent.parent / "data" / "toolsets-0.19.0.json"
 # Tools the terminal toolset registers lazily, with the first agent turn.
@@ -122,7 +124,6 @@ def list_skills(root: Path) -> list[dict[str, Any]]:
 
 async def skills(request: Request, ctx: AppContext) -> Response:
     """GET /v1/skills: the skills installed in HERMES_HOME."""
-    check_bearer(request, ctx.settings.api_key)
     try:
         data = list_skills(ctx.settings.home / "skills")
     except OSError:
@@ -147,7 +148,6 @@ def toolsets_body(after_first_turn: bool) -> dict[str, Any]:
 
 async def toolsets(request: Request, ctx: AppContext) -> Response:
     """GET /v1/toolsets."""
-    check_bearer(request, ctx.settings.api_key)
     return HermesJSONResponse(toolsets_body(ctx.turns.started > 0))
 
 
@@ -159,23 +159,35 @@ async def platform_event(request: Request, ctx: AppContext) -> Response:
     raise ApiError(503, "Platform adapter is not connected", "platform_unavailable")
 
 
+def refuse_fire_token(request: Request) -> None:
+    """The check of the `fireToken` scheme: no fire-token verifier is configured, so no token
+    is valid (with or without the API key, as in 0.19.0)."""
+    raise InvalidFireToken()
+
+
 async def cron_fire(request: Request, ctx: AppContext) -> Response:
-    """POST /api/cron/fire: no fire-token verifier is configured, so no token is valid."""
-    return HermesJSONResponse({"error": "invalid fire token"}, 401)
+    """POST /api/cron/fire once its token is verified: never, as `refuse_fire_token` refuses
+    every one; the answer stays that refusal."""
+    raise InvalidFireToken()
 
 
 def routes() -> list[Route]:
     """Skills and toolsets (advertised), platform events and cron fire (not advertised, as upstream)."""
     return [
-        Route("skills", "/v1/skills", {"GET": skills}, {
-            "GET": Operation("Installed skills", {200: "SkillList", 500: "ServerError", **AUTH_ERRORS},
-                             "skills", ("skills_api",))}),
-        Route("toolsets", "/v1/toolsets", {"GET": toolsets}, {
-            "GET": Operation("Toolsets of the server's agent", {200: "ToolsetList", **AUTH_ERRORS}, "toolsets")}),
-        Route("platform_events", "/api/platforms/{platform}/events", {"POST": platform_event}, {
-            "POST": Operation("Platform callback ingress (no adapter is connected: 503)",
-                              {400: "BadRequest", 503: "PlatformUnavailable"}, auth=False)}),
-        Route("cron_fire", "/api/cron/fire", {"POST": cron_fire}, {
-            "POST": Operation("Managed-cron fire webhook (no verifier configured: 401)",
-                              {401: "InvalidFireToken"}, auth=False)}),
+        Route("skills", "/v1/skills", {
+            "GET": Method(skills, Operation(
+                summary="Installed skills", responses={200: "SkillList", 500: "ServerError", **AUTH_ERRORS},
+                capability="skills", features=("skills_api",)))}),
+        Route("toolsets", "/v1/toolsets", {
+            "GET": Method(toolsets, Operation(
+                summary="Toolsets of the server's agent", responses={200: "ToolsetList", **AUTH_ERRORS},
+                capability="toolsets"))}),
+        Route("platform_events", "/api/platforms/{platform}/events", {
+            "POST": Method(platform_event, Operation(
+                summary="Platform callback ingress (no adapter is connected: 503)",
+                responses={400: "BadRequest", 503: "PlatformUnavailable"}, security=None))}),
+        Route("cron_fire", "/api/cron/fire", {
+            "POST": Method(cron_fire, Operation(
+                summary="Managed-cron fire webhook (no verifier configured: 401)",
+                responses={401: "InvalidFireToken"}, security=FIRE_TOKEN))}),
     ]

@@ -19,10 +19,10 @@ from hermes_server.chat.turn import ChatTurn, answer, run_turn
 from hermes_server.context import AppContext
 from hermes_server.domain.content import extract_user_message, system_instruction
 from hermes_server.domain.redact import redact
-from hermes_server.http.auth import check_bearer, session_key
+from hermes_server.api.session_key import session_key
 from hermes_server.http.body import read_json_object
 from hermes_server.http.responses import HermesJSONResponse
-from hermes_server.http.routing import Operation, Route
+from hermes_server.http.routing import Method, Operation, Route
 from hermes_server.http.sse import EventQueue, event_frame, sse_response
 from hermes_server.openapi.schemas import BODY_ERRORS, SESSION_ERRORS
 from hermes_server.routes.common import CHAT_HEADER_FEATURES, existing_session, identity_headers
@@ -31,11 +31,10 @@ log = logging.getLogger("hermes_server.chat")
 
 async def validated_turn(request: Request, ctx: AppContext) -> ChatTurn:
     """Everything both chat routes check before a turn starts, in upstream's order."""
-    check_bearer(request, ctx.settings.api_key)
     key = session_key(request, ctx.settings.api_key)
     session_id = request.path_params["session_id"]
     await existing_session(ctx, session_id)
-    body = await read_json_object(request, ctx.settings.max_request_bytes)
+    body = await read_json_object(request)
     message = extract_user_message(body)
     system = system_instruction(body)
     return ChatTurn(session_id, message, system, key, origin=request.scope)
@@ -143,17 +142,19 @@ async def session_chat_stream(request: Request, ctx: AppContext) -> Response:
 def routes() -> list[Route]:
     """The two session chat routes and what they promise."""
     return [
-        Route("session_chat", "/api/sessions/{session_id}/chat", {"POST": session_chat}, {
-            "POST": Operation("Run one agent turn on the session",
-                              {200: "ChatCompletion", 403: "Forbidden", 500: "ServerError",
-                               **BODY_ERRORS, **SESSION_ERRORS},
-                              "session_chat", ("session_chat", *CHAT_HEADER_FEATURES), body="ChatRequest",
-                              headers=("X-Hermes-Session-Key",)),
+        Route("session_chat", "/api/sessions/{session_id}/chat", {
+            "POST": Method(session_chat, Operation(
+                summary="Run one agent turn on the session",
+                responses={200: "ChatCompletion", 403: "Forbidden", 500: "ServerError", **BODY_ERRORS, **SESSION_ERRORS},
+                capability="session_chat", features=("session_chat", *CHAT_HEADER_FEATURES), body="ChatRequest",
+                headers=("X-Hermes-Session-Key",))),
         }),
-        Route("session_chat_stream", "/api/sessions/{session_id}/chat/stream", {"POST": session_chat_stream}, {
-            "POST": Operation("Run one agent turn on the session, streamed as server-sent events",
-                              {200: "ChatStream", 403: "Forbidden", **BODY_ERRORS, **SESSION_ERRORS},
-                              "session_chat_stream", ("session_chat_streaming", "tool_progress_events", *CHAT_HEADER_FEATURES),
-                              body="ChatRequest", headers=("X-Hermes-Session-Key",)),
+        Route("session_chat_stream", "/api/sessions/{session_id}/chat/stream", {
+            "POST": Method(session_chat_stream, Operation(
+                summary="Run one agent turn on the session, streamed as server-sent events",
+                responses={200: "ChatStream", 403: "Forbidden", **BODY_ERRORS, **SESSION_ERRORS},
+                capability="session_chat_stream",
+                features=("session_chat_streaming", "tool_progress_events", *CHAT_HEADER_FEATURES),
+                body="ChatRequest", headers=("X-Hermes-Session-Key",))),
         }),
     ]

@@ -38,12 +38,14 @@ from hermes_server.domain.openai_messages import (
     request_fingerprint,
 )
 from hermes_server.domain.redact import redact
-from hermes_server.http.auth import check_bearer, raw_header, session_key
+from hermes_server.api.session_key import session_key
+from hermes_server.http.auth import raw_header
 from hermes_server.http.body import read_json_object
-from hermes_server.http.errors import ApiError, crashing_non_object
+from hermes_server.api.errors import crashing_non_object
+from hermes_server.http.errors import ApiError
 from hermes_server.domain.usage import Usage
 from hermes_server.http.responses import HermesJSONResponse
-from hermes_server.http.routing import Operation, Route
+from hermes_server.http.routing import Method, Operation, Route
 from hermes_server.http.sse import EventQueue, data_frame, event_frame, sse_response
 from hermes_server.openapi.schemas import AUTH_ERRORS, BODY_ERRORS
 from hermes_server.routes.common import CHAT_HEADER_FEATURES, identity_headers
@@ -83,7 +85,7 @@ def _continuation(request: Request, api_key: str | None) -> str | None:
 async def _validated(request: Request, ctx: AppContext) -> CompletionRequest:
     settings = ctx.settings
     # D6: 0.19.0 crashes on a body that is not an object here (the session routes refuse it).
-    body = await read_json_object(request, settings.max_request_bytes, crashing_non_object)
+    body = await read_json_object(request, crashing_non_object)
     conversation = parse_messages(body)
     key = session_key(request, settings.api_key)
     continued = _continuation(request, settings.api_key)
@@ -216,7 +218,6 @@ def _stream(ctx: AppContext, req: CompletionRequest) -> Response:
 
 async def chat_completions(request: Request, ctx: AppContext) -> Response:
     """POST /v1/chat/completions: one agent turn, as a chat.completion or as streamed chunks."""
-    check_bearer(request, ctx.settings.api_key)
     with ctx.slots.admit() as admission:  # the run cap, before the body is read
         req = await _validated(request, ctx)
         admission.release()  # the turn's task is spawned next, with nothing awaited between
@@ -228,13 +229,14 @@ async def chat_completions(request: Request, ctx: AppContext) -> Response:
 def routes() -> list[Route]:
     """POST /v1/chat/completions and what it promises."""
     return [
-        Route("chat_completions", "/v1/chat/completions", {"POST": chat_completions}, {
-            "POST": Operation("OpenAI-compatible chat: one agent turn, persisted as a session",
-                              {200: "OpenAIChatCompletion", 403: "Forbidden", 500: "ServerError",
-                               **BODY_ERRORS, **AUTH_ERRORS},
-                              "chat_completions", ("chat_completions", "chat_completions_streaming",
-                                                   *CHAT_HEADER_FEATURES),
-                              body="OpenAIChatRequest",
-                              headers=("X-Hermes-Session-Id", "X-Hermes-Session-Key", "Idempotency-Key")),
+        Route("chat_completions", "/v1/chat/completions", {
+            "POST": Method(chat_completions, Operation(
+                summary="OpenAI-compatible chat: one agent turn, persisted as a session",
+                responses={200: "OpenAIChatCompletion", 403: "Forbidden", 500: "ServerError",
+                           **BODY_ERRORS, **AUTH_ERRORS},
+                capability="chat_completions",
+                features=("chat_completions", "chat_completions_streaming", *CHAT_HEADER_FEATURES),
+                body="OpenAIChatRequest",
+                headers=("X-Hermes-Session-Id", "X-Hermes-Session-Key", "Idempotency-Key"))),
         }),
     ]

@@ -20,9 +20,8 @@ from hermes_server import UPSTREAM_VERSION
 from hermes_server.domain import readiness
 from hermes_server.context import AppContext
 from hermes_server.domain.errors import DatabaseUnavailable, SchemaMismatch
-from hermes_server.http.auth import check_bearer
 from hermes_server.http.responses import HermesJSONResponse
-from hermes_server.http.routing import Operation, Route
+from hermes_server.http.routing import Method, Operation, Route
 from hermes_server.openapi.document import build_document, operations
 from hermes_server.openapi.schemas import AUTH_ERRORS
 from hermes_server.store import health as store_health
@@ -112,7 +111,6 @@ def _disk_check(home: Path) -> dict[str, Any]:
 
 async def health_detailed(request: Request, ctx: AppContext) -> Response:
     """GET /health/detailed: upstream's readiness report, describing this process."""
-    check_bearer(request, ctx.settings.api_key)
     state = "running"
     platforms = {"api_server": {
         "state": "connected", "error_code": None, "error_message": None, "updated_at": ctx.started_at,
@@ -148,7 +146,6 @@ async def health_detailed(request: Request, ctx: AppContext) -> Response:
 
 async def models(request: Request, ctx: AppContext) -> Response:
     """GET /v1/models: the one advertised model (hermes-server has no model-route aliases)."""
-    check_bearer(request, ctx.settings.api_key)
     name = ctx.settings.model_name
     return HermesJSONResponse({"object": "list", "data": [{
         "id": name, "object": "model", "created": int(ctx.now()), "owned_by": "hermes",
@@ -181,7 +178,6 @@ def capabilities_body(routes: Iterable[Route], *, model: str, key_required: bool
 
 async def capabilities(request: Request, ctx: AppContext) -> Response:
     """GET /v1/capabilities: what this instance serves, in upstream's shape."""
-    check_bearer(request, ctx.settings.api_key)
     settings = ctx.settings
     return HermesJSONResponse(capabilities_body(
         ctx.routes, model=settings.model_name,
@@ -197,17 +193,23 @@ async def openapi(request: Request, ctx: AppContext) -> Response:
 def routes() -> list[Route]:
     """Liveness, readiness and discovery: what clients probe before the session routes."""
     return [
-        Route("health", "/health", {"GET": health}, {
-            "GET": Operation("Liveness", {200: "Health"}, "health", auth=False)}),
-        Route("v1_health", "/v1/health", {"GET": health}, {
-            "GET": Operation("Liveness (alias of /health)", {200: "Health"}, auth=False)}),
-        Route("health_detailed", "/health/detailed", {"GET": health_detailed}, {
-            "GET": Operation("Readiness checks and runtime counters",
-                             {200: "HealthDetailed", **AUTH_ERRORS}, "health_detailed")}),
-        Route("models", "/v1/models", {"GET": models}, {
-            "GET": Operation("The advertised model", {200: "ModelList", **AUTH_ERRORS}, "models")}),
-        Route("capabilities", "/v1/capabilities", {"GET": capabilities}, {
-            "GET": Operation("What this server serves", {200: "Capabilities", **AUTH_ERRORS})}),
-        Route("openapi", "/openapi.json", {"GET": openapi}, {
-            "GET": Operation("This OpenAPI document", {200: "OpenAPIDocument"}, auth=False)}),
+        Route("health", "/health", {
+            "GET": Method(health, Operation(
+                summary="Liveness", responses={200: "Health"}, capability="health", security=None))}),
+        Route("v1_health", "/v1/health", {
+            "GET": Method(health, Operation(
+                summary="Liveness (alias of /health)", responses={200: "Health"}, security=None))}),
+        Route("health_detailed", "/health/detailed", {
+            "GET": Method(health_detailed, Operation(
+                summary="Readiness checks and runtime counters", responses={200: "HealthDetailed", **AUTH_ERRORS},
+                capability="health_detailed"))}),
+        Route("models", "/v1/models", {
+            "GET": Method(models, Operation(
+                summary="The advertised model", responses={200: "ModelList", **AUTH_ERRORS}, capability="models"))}),
+        Route("capabilities", "/v1/capabilities", {
+            "GET": Method(capabilities, Operation(
+                summary="What this server serves", responses={200: "Capabilities", **AUTH_ERRORS}))}),
+        Route("openapi", "/openapi.json", {
+            "GET": Method(openapi, Operation(
+                summary="This OpenAPI document", responses={200: "OpenAPIDocument"}, security=None))}),
     ]

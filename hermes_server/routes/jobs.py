@@ -18,10 +18,9 @@ from starlette.responses import Response
 from hermes_server.context import AppContext
 from hermes_server.domain import jobs
 from hermes_server.domain.jobs import guarded, not_found
-from hermes_server.http.auth import check_bearer
 from hermes_server.http.body import charset, read_body
 from hermes_server.http.responses import HermesJSONResponse
-from hermes_server.http.routing import Operation, Route
+from hermes_server.http.routing import Method, Operation, Route
 from hermes_server.openapi.jobs_schemas import JOB_ERRORS, JOB_ID_ERRORS
 from hermes_server.routes.common import first_query_values
 from hermes_server.store.jobs import JobsFile, local_time
@@ -39,7 +38,7 @@ def _file(ctx: AppContext) -> JobsFile:
 
 async def _json_body(request: Request, ctx: AppContext) -> Any:
     """The parsed body; any decode or parse failure is reported with Python's own text."""
-    raw = await read_body(request, ctx.settings.max_request_bytes)
+    raw = await read_body(request)
     return guarded(lambda: json.loads(raw.decode(charset(request))))
 
 
@@ -47,8 +46,7 @@ def _job_answer(job: dict[str, Any]) -> Response:
     return HermesJSONResponse({"job": job})
 
 
-def _path_id(request: Request, ctx: AppContext) -> str:
-    check_bearer(request, ctx.settings.api_key)
+def _path_id(request: Request) -> str:
     job_id = request.path_params["job_id"]
     jobs.check_job_id(job_id)
     return job_id
@@ -56,7 +54,6 @@ def _path_id(request: Request, ctx: AppContext) -> str:
 
 async def list_jobs(request: Request, ctx: AppContext) -> Response:
     """GET /api/jobs: creation order; `include_disabled=true|1` also shows disabled jobs."""
-    check_bearer(request, ctx.settings.api_key)
     include = first_query_values(request).get("include_disabled", "").lower() in {"true", "1"}
     stored, latest = await _file(ctx).listing()
     return HermesJSONResponse({"jobs": jobs.listed(stored, include, latest)})
@@ -64,7 +61,6 @@ async def list_jobs(request: Request, ctx: AppContext) -> Response:
 
 async def create_job(request: Request, ctx: AppContext) -> Response:
     """POST /api/jobs: validate in Hermes's order, store, answer 200 with the job."""
-    check_bearer(request, ctx.settings.api_key)
     body = await _json_body(request, ctx)
     now = _now(ctx)
     peer = request.client.host if request.client else ""
@@ -77,7 +73,7 @@ async def create_job(request: Request, ctx: AppContext) -> Response:
 
 async def get_job(request: Request, ctx: AppContext) -> Response:
     """GET /api/jobs/{job_id}: by exact id only (names do not resolve here)."""
-    job_id = _path_id(request, ctx)
+    job_id = _path_id(request)
     for job in await _file(ctx).read():
         if job["id"] == job_id:
             return _job_answer(jobs.readable(job))
@@ -103,7 +99,7 @@ async def _apply(ctx: AppContext, job_id: str, updates: Callable[[dict[str, Any]
 
 async def update_job(request: Request, ctx: AppContext) -> Response:
     """PATCH /api/jobs/{job_id}: the allowed fields are stored as given (not re-validated)."""
-    job_id = _path_id(request, ctx)
+    job_id = _path_id(request)
     body = await _json_body(request, ctx)
     fields = guarded(lambda: jobs.patch_fields(body))
     return await _apply(ctx, job_id, lambda job: fields)
@@ -121,7 +117,7 @@ async def _by_ref(ctx: AppContext, ref: str) -> dict[str, Any]:
 async def delete_job(request: Request, ctx: AppContext) -> Response:
     """DELETE /api/jobs/{job_id}: the job and its output directory go; 200 {"ok": true}."""
     file = _file(ctx)
-    job_id = (await _by_ref(ctx, _path_id(request, ctx)))["id"]
+    job_id = (await _by_ref(ctx, _path_id(request)))["id"]
 
     def edit(stored: Jobs) -> tuple[Jobs | None, bool]:
         kept = [job for job in stored if job["id"] != job_id]
@@ -135,42 +131,47 @@ async def delete_job(request: Request, ctx: AppContext) -> Response:
 
 async def pause_job(request: Request, ctx: AppContext) -> Response:
     """POST /api/jobs/{job_id}/pause: disabled, state paused (the body is ignored)."""
-    job = await _by_ref(ctx, _path_id(request, ctx))
+    job = await _by_ref(ctx, _path_id(request))
     now = _now(ctx)
     return await _apply(ctx, job["id"], lambda stored: jobs.paused(now))
 
 
 async def resume_job(request: Request, ctx: AppContext) -> Response:
     """POST /api/jobs/{job_id}/resume: scheduled again, next run counted from now."""
-    job = await _by_ref(ctx, _path_id(request, ctx))
+    job = await _by_ref(ctx, _path_id(request))
     fields = guarded(lambda: jobs.resumed(job, _now(ctx)))
     return await _apply(ctx, job["id"], lambda stored: fields)
 
 
 async def run_job(request: Request, ctx: AppContext) -> Response:
     """POST /api/jobs/{job_id}/run: due now; a Hermes ticker on this home would run it."""
-    job = await _by_ref(ctx, _path_id(request, ctx))
+    job = await _by_ref(ctx, _path_id(request))
     now = _now(ctx)
     return await _apply(ctx, job["id"], lambda stored: jobs.triggered(now))
 
 
 def _action(name: str, endpoint: Any, summary: str) -> Route:
-    return Route(f"job_{name}", f"/api/jobs/{{job_id}}/{name}", {"POST": endpoint}, {
-        "POST": Operation(summary, {200: "Job", **JOB_ID_ERRORS})})
+    return Route(f"job_{name}", f"/api/jobs/{{job_id}}/{name}", {
+        "POST": Method(endpoint, Operation(summary=summary, responses={200: "Job", **JOB_ID_ERRORS}))})
 
 
 def routes() -> list[Route]:
     """The jobs family, in upstream's order. None is advertised in /v1/capabilities (nor upstream's)."""
     return [
-        Route("jobs", "/api/jobs", {"GET": list_jobs, "POST": create_job}, {
-            "GET": Operation("List cron jobs", {200: "JobList", **JOB_ERRORS}, query=("include_disabled",)),
-            "POST": Operation("Create a cron job (answers 200)", {200: "Job", 400: "JobError", **JOB_ERRORS},
-                              body="JobCreate"),
+        Route("jobs", "/api/jobs", {
+            "GET": Method(list_jobs, Operation(
+                summary="List cron jobs", responses={200: "JobList", **JOB_ERRORS}, query=("include_disabled",))),
+            "POST": Method(create_job, Operation(
+                summary="Create a cron job (answers 200)", responses={200: "Job", 400: "JobError", **JOB_ERRORS},
+                body="JobCreate")),
         }),
-        Route("job", "/api/jobs/{job_id}", {"GET": get_job, "PATCH": update_job, "DELETE": delete_job}, {
-            "GET": Operation("One cron job, by exact id", {200: "Job", **JOB_ID_ERRORS}),
-            "PATCH": Operation("Change a cron job's fields", {200: "Job", **JOB_ID_ERRORS}, body="JobUpdate"),
-            "DELETE": Operation("Delete a cron job (by id or name)", {200: "JobDeleted", **JOB_ID_ERRORS}),
+        Route("job", "/api/jobs/{job_id}", {
+            "GET": Method(get_job, Operation(
+                summary="One cron job, by exact id", responses={200: "Job", **JOB_ID_ERRORS})),
+            "PATCH": Method(update_job, Operation(
+                summary="Change a cron job's fields", responses={200: "Job", **JOB_ID_ERRORS}, body="JobUpdate")),
+            "DELETE": Method(delete_job, Operation(
+                summary="Delete a cron job (by id or name)", responses={200: "JobDeleted", **JOB_ID_ERRORS})),
         }),
         _action("pause", pause_job, "Pause a cron job (by id or name)"),
         _action("resume", resume_job, "Resume a paused cron job (by id or name)"),

@@ -22,15 +22,18 @@ from hermes_server.chat.slots import Admission
 from hermes_server.chat.turn import ChatTurn, answer, run_turn, settle
 from hermes_server.context import AppContext
 from hermes_server.domain.errors import CompletionFailed
-from hermes_server.domain.quirks import Deviation
+from hermes_server.domain.quirks import Quirk
 from hermes_server.domain.response_history import model_turn, stored_history
 from hermes_server.domain.response_input import fingerprint, output_items, parse_response_input, user_turn
 from hermes_server.domain.titles import has_lone_surrogate
-from hermes_server.http.auth import check_bearer, session_key
+from hermes_server.api.session_key import session_key
 from hermes_server.http.body import read_json_object
-from hermes_server.http.errors import ApiError, crashing_non_object
+from hermes_server.api.deviations import CrashingInput
+from hermes_server.api.errors import crashing_non_object
+from hermes_server.http.errors import ApiError
 from hermes_server.http.responses import HermesJSONResponse
-from hermes_server.http.routing import Operation, Route
+from hermes_server.http.routing import Method, Operation, Route
+from hermes_server.openapi.schemas import AUTH_ERRORS
 from hermes_server.http.sse import EventQueue, event_frame, sse_response
 from hermes_server.routes.common import identity_headers
 
@@ -50,7 +53,7 @@ def _not_found(response_id: str) -> ApiError:
 def _previous_not_found(previous: Any) -> Exception:
     """The 404 of an unknown `previous_response_id`; D6 when 0.19.0 crashes looking it up (a lone surrogate)."""
     error = ApiError(404, f"Previous response not found: {previous}")
-    return Deviation("bad_input_500", error) if isinstance(previous, str) and has_lone_surrogate(previous) else error
+    return CrashingInput(error) if isinstance(previous, str) and has_lone_surrogate(previous) else error
 
 
 class _FrameSink:
@@ -95,7 +98,6 @@ class _Saver:
 
 async def create_response(request: Request, ctx: AppContext) -> Response:
     """POST /v1/responses: one turn, answered as a response object or as `response.*` events."""
-    check_bearer(request, ctx.settings.api_key)
     with ctx.slots.admit() as admission:  # the run cap, right after the key
         return await _respond(request, ctx, admission)
 
@@ -103,8 +105,8 @@ async def create_response(request: Request, ctx: AppContext) -> Response:
 async def _respond(request: Request, ctx: AppContext, admission: Admission) -> Response:
     settings = ctx.settings
     key = session_key(request, settings.api_key)
-    body = await read_json_object(request, settings.max_request_bytes, crashing_non_object, _invalid_json)
-    parsed = parse_response_input(body, settings.model_name, lax_instructions=ctx.quirks.bad_input_500)
+    body = await read_json_object(request, crashing_non_object, _invalid_json)
+    parsed = parse_response_input(body, settings.model_name, lax_instructions=Quirk.BAD_INPUT_500 in ctx.quirks)
     previous = parsed.previous_response_id
     if parsed.conversation:
         previous = await ctx.response_store.conversation(parsed.conversation)
@@ -154,7 +156,6 @@ async def _respond(request: Request, ctx: AppContext, admission: Admission) -> R
 
 async def get_response(request: Request, ctx: AppContext) -> Response:
     """GET /v1/responses/{response_id}: the stored response object."""
-    check_bearer(request, ctx.settings.api_key)
     response_id = request.path_params["response_id"]
     stored = await ctx.response_store.get(response_id)
     if stored is None:
@@ -164,28 +165,28 @@ async def get_response(request: Request, ctx: AppContext) -> Response:
 
 async def delete_response(request: Request, ctx: AppContext) -> Response:
     """DELETE /v1/responses/{response_id}: forget it (and the conversation names pointing at it)."""
-    check_bearer(request, ctx.settings.api_key)
     response_id = request.path_params["response_id"]
     if not await ctx.response_store.delete(response_id):
         raise _not_found(response_id)
     return HermesJSONResponse({"id": response_id, "object": "response", "deleted": True})
 
 
-_AUTH = {401: "Unauthorized"}
-
-
 def routes() -> list[Route]:
     """The Responses API routes and what they promise."""
     return [
-        Route("responses", "/v1/responses", {"POST": create_response}, {
-            "POST": Operation("OpenAI Responses API: one agent turn, stored for chaining unless `store` is false",
-                              {200: "ResponseObject", 400: "BadRequest", 403: "Forbidden", 404: "NotFound",
-                               413: "PayloadTooLarge", 429: "TooManyRuns", 500: "ServerError", **_AUTH},
-                              "responses", ("responses_api", "responses_streaming"), body="ResponseRequest",
-                              headers=("X-Hermes-Session-Key", "Idempotency-Key")),
+        Route("responses", "/v1/responses", {
+            "POST": Method(create_response, Operation(
+                summary="OpenAI Responses API: one agent turn, stored for chaining unless `store` is false",
+                responses={200: "ResponseObject", 400: "BadRequest", 403: "Forbidden", 404: "NotFound",
+                           413: "PayloadTooLarge", 429: "TooManyRuns", 500: "ServerError", **AUTH_ERRORS},
+                capability="responses", features=("responses_api", "responses_streaming"), body="ResponseRequest",
+                headers=("X-Hermes-Session-Key", "Idempotency-Key"))),
         }),
-        Route("response", "/v1/responses/{response_id}", {"GET": get_response, "DELETE": delete_response}, {
-            "GET": Operation("A stored response", {200: "StoredResponse", 404: "NotFound", **_AUTH}),
-            "DELETE": Operation("Forget a stored response", {200: "ResponseDeleted", 404: "NotFound", **_AUTH}),
+        Route("response", "/v1/responses/{response_id}", {
+            "GET": Method(get_response, Operation(
+                summary="A stored response", responses={200: "StoredResponse", 404: "NotFound", **AUTH_ERRORS})),
+            "DELETE": Method(delete_response, Operation(
+                summary="Forget a stored response",
+                responses={200: "ResponseDeleted", 404: "NotFound", **AUTH_ERRORS})),
         }),
     ]

@@ -21,11 +21,13 @@ from hermes_server.domain.openai_messages import request_bool
 from hermes_server.domain.response_history import model_turn
 from hermes_server.domain.run_input import parse_run_input
 from hermes_server.domain.titles import has_lone_surrogate
-from hermes_server.http.auth import check_bearer, session_key
+from hermes_server.api.session_key import session_key
 from hermes_server.http.body import read_json_object
-from hermes_server.http.errors import ApiError, crashing_non_object, invalid_field
+from hermes_server.api.errors import crashing_non_object, invalid_field
+from hermes_server.http.errors import ApiError
 from hermes_server.http.responses import HermesJSONResponse
-from hermes_server.http.routing import Operation, Route
+from hermes_server.http.routing import Method, Operation, Route
+from hermes_server.openapi.schemas import AUTH_ERRORS
 from hermes_server.http.sse import KEEPALIVE_FRAME, data_frame, sse_response
 
 STREAM_CLOSED_FRAME = b": stream closed\n\n"
@@ -46,7 +48,6 @@ def run_not_found(run_id: str) -> ApiError:
 async def submit_run(request: Request, ctx: AppContext) -> Response:
     """POST /v1/runs: validate, register the run, start its turn, answer 202."""
     settings = ctx.settings
-    check_bearer(request, settings.api_key)
     key = session_key(request, settings.api_key)
     with ctx.slots.admit() as admission:  # the run cap, after the session key, before the body
         return await _submit(request, ctx, key, admission)
@@ -54,7 +55,7 @@ async def submit_run(request: Request, ctx: AppContext) -> Response:
 
 async def _submit(request: Request, ctx: AppContext, key: str | None, admission: Admission) -> Response:
     settings = ctx.settings
-    body = await read_json_object(request, settings.max_request_bytes, crashing_non_object, _invalid_json)
+    body = await read_json_object(request, crashing_non_object, _invalid_json)
     parsed = parse_run_input(body, settings.model_name)
     history, stored_session, instructions = parsed.history, None, parsed.instructions
     if not history and parsed.previous_response_id:
@@ -83,7 +84,6 @@ async def _submit(request: Request, ctx: AppContext, key: str | None, admission:
 
 async def run_status(request: Request, ctx: AppContext) -> Response:
     """GET /v1/runs/{run_id}: the pollable status."""
-    check_bearer(request, ctx.settings.api_key)
     run_id = request.path_params["run_id"]
     ctx.runs.sweep()
     status = ctx.runs.statuses.get(run_id)
@@ -114,7 +114,6 @@ async def _event_frames(ctx: AppContext, run_id: str, queue: asyncio.Queue[Any])
 
 async def run_events(request: Request, ctx: AppContext) -> Response:
     """GET /v1/runs/{run_id}/events: the run's events as server-sent events."""
-    check_bearer(request, ctx.settings.api_key)
     run_id = request.path_params["run_id"]
     for _ in range(SUBSCRIBE_POLLS):
         if run_id in ctx.runs.streams:
@@ -129,7 +128,6 @@ async def run_events(request: Request, ctx: AppContext) -> Response:
 
 async def stop_run(request: Request, ctx: AppContext) -> Response:
     """POST /v1/runs/{run_id}/stop: stop a live run (a finished one is unknown here)."""
-    check_bearer(request, ctx.settings.api_key)
     run_id = request.path_params["run_id"]
     if not ctx.runs.request_stop(run_id):
         raise run_not_found(run_id)
@@ -147,11 +145,10 @@ def _choice(body: dict[str, Any]) -> str:
 
 async def answer_approval(request: Request, ctx: AppContext) -> Response:
     """POST /v1/runs/{run_id}/approval: answer the run's oldest pending approval (or all)."""
-    check_bearer(request, ctx.settings.api_key)
     run_id = request.path_params["run_id"]
     if run_id not in ctx.runs.statuses:
         raise run_not_found(run_id)
-    body = await read_json_object(request, ctx.settings.max_request_bytes, crashing_non_object, _invalid_json)
+    body = await read_json_object(request, crashing_non_object, _invalid_json)
     choice = _choice(body)
     every = request_bool(body.get("all")) or request_bool(body.get("resolve_all"))
     resolved = ctx.runs.respond(run_id, choice, every)
@@ -163,36 +160,38 @@ async def answer_approval(request: Request, ctx: AppContext) -> Response:
                                "choice": choice, "resolved": resolved})
 
 
-_AUTH = {401: "Unauthorized"}
-
-
 def routes() -> list[Route]:
     """The five run routes and what they promise."""
     return [
-        Route("runs", "/v1/runs", {"POST": submit_run}, {
-            "POST": Operation("Start an agent run in the background; answers at once with its id",
-                              {202: "RunStarted", 400: "BadRequest", 403: "Forbidden", 413: "PayloadTooLarge",
-                               429: "TooManyRuns", **_AUTH},
-                              "runs", ("run_submission",), body="RunRequest",
-                              headers=("X-Hermes-Session-Key",)),
+        Route("runs", "/v1/runs", {
+            "POST": Method(submit_run, Operation(
+                summary="Start an agent run in the background; answers at once with its id",
+                responses={202: "RunStarted", 400: "BadRequest", 403: "Forbidden", 413: "PayloadTooLarge",
+                           429: "TooManyRuns", **AUTH_ERRORS},
+                capability="runs", features=("run_submission",), body="RunRequest",
+                headers=("X-Hermes-Session-Key",))),
         }),
-        Route("run_status", "/v1/runs/{run_id}", {"GET": run_status}, {
-            "GET": Operation("The run's pollable status", {200: "RunStatus", 404: "NotFound", **_AUTH},
-                             "run_status", ("run_status",)),
+        Route("run_status", "/v1/runs/{run_id}", {
+            "GET": Method(run_status, Operation(
+                summary="The run's pollable status", responses={200: "RunStatus", 404: "NotFound", **AUTH_ERRORS},
+                capability="run_status", features=("run_status",))),
         }),
-        Route("run_events", "/v1/runs/{run_id}/events", {"GET": run_events}, {
-            "GET": Operation("The run's events as server-sent events (one shared queue, see docs)",
-                             {200: "RunEvents", 404: "NotFound", **_AUTH},
-                             "run_events", ("run_events_sse", "tool_progress_events", "approval_events")),
+        Route("run_events", "/v1/runs/{run_id}/events", {
+            "GET": Method(run_events, Operation(
+                summary="The run's events as server-sent events (one shared queue, see docs)",
+                responses={200: "RunEvents", 404: "NotFound", **AUTH_ERRORS},
+                capability="run_events", features=("run_events_sse", "tool_progress_events", "approval_events"))),
         }),
-        Route("run_approval", "/v1/runs/{run_id}/approval", {"POST": answer_approval}, {
-            "POST": Operation("Answer the run's pending tool approval",
-                              {200: "RunApprovalResponse", 400: "BadRequest", 404: "NotFound", 409: "Conflict",
-                               413: "PayloadTooLarge", **_AUTH},
-                              "run_approval", ("run_approval_response",), body="RunApprovalRequest"),
+        Route("run_approval", "/v1/runs/{run_id}/approval", {
+            "POST": Method(answer_approval, Operation(
+                summary="Answer the run's pending tool approval",
+                responses={200: "RunApprovalResponse", 400: "BadRequest", 404: "NotFound", 409: "Conflict",
+                           413: "PayloadTooLarge", **AUTH_ERRORS},
+                capability="run_approval", features=("run_approval_response",), body="RunApprovalRequest")),
         }),
-        Route("run_stop", "/v1/runs/{run_id}/stop", {"POST": stop_run}, {
-            "POST": Operation("Stop a live run", {200: "RunStopping", 404: "NotFound", **_AUTH},
-                              "run_stop", ("run_stop",)),
+        Route("run_stop", "/v1/runs/{run_id}/stop", {
+            "POST": Method(stop_run, Operation(
+                summary="Stop a live run", responses={200: "RunStopping", 404: "NotFound", **AUTH_ERRORS},
+                capability="run_stop", features=("run_stop",))),
         }),
     ]

@@ -11,21 +11,16 @@ from hermes_server.context import AppContext
 from hermes_server.domain.ids import create_id_error, fork_id_error, requested_id
 from hermes_server.domain.params import ListQuery
 from hermes_server.domain.projection import message_projection, session_projection
-from hermes_server.domain.quirks import Deviation
+from hermes_server.domain.quirks import Quirk
 from hermes_server.domain.titles import TitleTooLong, has_lone_surrogate, sanitize_title
-from hermes_server.http.auth import check_bearer
 from hermes_server.http.body import read_json_object
-from hermes_server.http.errors import (
-    ApiError,
-    invalid_field,
-    invalid_session_id,
-    session_exists,
-    session_not_found,
-)
+from hermes_server.api.deviations import CrashingInput, LongCreateTitle
+from hermes_server.api.errors import invalid_field, invalid_session_id, session_exists, session_not_found
+from hermes_server.http.errors import ApiError
 from hermes_server.http.pipeline import note_session
 from hermes_server.http.responses import HermesJSONResponse, dumps
 from hermes_server.domain.errors import SessionGone, StorageFault
-from hermes_server.http.routing import Operation, Route
+from hermes_server.http.routing import Method, Operation, Route
 from hermes_server.openapi.schemas import BODY_ERRORS, SESSION_ERRORS, STORE_ERRORS
 from hermes_server.routes.common import existing_session, first_query_values
 from hermes_server.store import listing, messages, sessions
@@ -50,7 +45,7 @@ def _session_body(row: dict[str, Any], status: int = 200) -> Response:
 def refuse_id(session_id: str, problem: str) -> Exception:
     """The 400 for an id create or fork refuses; D6 when 0.19.0 would crash on it (a lone surrogate)."""
     error = invalid_session_id(problem)
-    return Deviation("bad_input_500", error) if has_lone_surrogate(session_id) else error
+    return CrashingInput(error) if has_lone_surrogate(session_id) else error
 
 
 def storable_text(value: str, field: str) -> str:
@@ -62,7 +57,6 @@ def storable_text(value: str, field: str) -> str:
 
 async def list_sessions(request: Request, ctx: AppContext) -> Response:
     """GET /api/sessions (remembered until state.db changes: store/read_cache.py)."""
-    check_bearer(request, ctx.settings.api_key)
     await ctx.db.ensure_open()
     query = ListQuery.parse(first_query_values(request))
 
@@ -81,12 +75,11 @@ async def list_sessions(request: Request, ctx: AppContext) -> Response:
 
 async def create_session(request: Request, ctx: AppContext) -> Response:
     """POST /api/sessions: JSON is parsed before the 503, as upstream does."""
-    check_bearer(request, ctx.settings.api_key)
-    body = await read_json_object(request, ctx.settings.max_request_bytes)
+    body = await read_json_object(request)
     await ctx.db.ensure_open()
     chosen = requested_id(body)
     session_id = chosen if chosen is not None else ctx.ids.session_id(ctx.now())
-    problem = create_id_error(session_id, lax=ctx.quirks.lax_create_ids)
+    problem = create_id_error(session_id, lax=Quirk.LAX_CREATE_IDS in ctx.quirks)
     if problem:
         raise refuse_id(session_id, problem)
     note_session(request, session_id)
@@ -107,14 +100,13 @@ async def create_session(request: Request, ctx: AppContext) -> Response:
             now=ctx.now(),
         )
     except TitleTooLong as exc:  # D1: 0.19.0 crashes here (PATCH and fork refuse it as we do)
-        raise Deviation("title_too_long_500", exc) from None
+        raise LongCreateTitle(exc) from None
     return _session_body(row, 201)
 
 
 async def get_session(request: Request, ctx: AppContext) -> Response:
     """GET /api/sessions/{id}: the exact row, no tip following, archived rows included (remembered
     until state.db changes)."""
-    check_bearer(request, ctx.settings.api_key)
     session_id = request.path_params["session_id"]
     await ctx.db.ensure_open()
 
@@ -126,10 +118,9 @@ async def get_session(request: Request, ctx: AppContext) -> Response:
 
 async def patch_session(request: Request, ctx: AppContext) -> Response:
     """PATCH /api/sessions/{id}: title first, then end_reason, each its own transaction."""
-    check_bearer(request, ctx.settings.api_key)
     session_id = request.path_params["session_id"]
     before = await existing_session(ctx, session_id)
-    body = await read_json_object(request, ctx.settings.max_request_bytes)
+    body = await read_json_object(request)
     unknown = sorted(set(body) - PATCHABLE_FIELDS)
     if unknown:
         raise ApiError(400, f"Unsupported session fields: {', '.join(unknown)}", "unsupported_session_field")
@@ -148,7 +139,6 @@ async def patch_session(request: Request, ctx: AppContext) -> Response:
 
 async def delete_session(request: Request, ctx: AppContext) -> Response:
     """DELETE /api/sessions/{id}: delegates cascade, other children are unlinked."""
-    check_bearer(request, ctx.settings.api_key)
     session_id = request.path_params["session_id"]
     await existing_session(ctx, session_id)
     deleted = await ctx.db.write(sessions.delete_session, session_id)
@@ -158,12 +148,12 @@ async def delete_session(request: Request, ctx: AppContext) -> Response:
 async def list_messages(request: Request, ctx: AppContext) -> Response:
     """GET /api/sessions/{id}/messages: 404 on the exact id, then compression resolution (D2);
     remembered until state.db changes."""
-    check_bearer(request, ctx.settings.api_key)
     session_id = request.path_params["session_id"]
     await ctx.db.ensure_open()
 
     async def build() -> bytes:
-        transcript = await ctx.db.read(messages.resolved_transcript, session_id, ctx.quirks.fork_takes_over_messages)
+        takes_over = Quirk.FORK_TAKES_OVER_MESSAGES in ctx.quirks
+        transcript = await ctx.db.read(messages.resolved_transcript, session_id, takes_over)
         if transcript is None:
             raise session_not_found(session_id)
         target, rows = transcript
@@ -178,10 +168,9 @@ async def list_messages(request: Request, ctx: AppContext) -> Response:
 
 async def fork_session(request: Request, ctx: AppContext) -> Response:
     """POST /api/sessions/{id}/fork: four separate writes, title validated last (non-atomic)."""
-    check_bearer(request, ctx.settings.api_key)
     source_id = request.path_params["session_id"]
     source = await existing_session(ctx, source_id)
-    body = await read_json_object(request, ctx.settings.max_request_bytes)
+    body = await read_json_object(request)
     chosen = requested_id(body)
     fork_id = chosen if chosen is not None else ctx.ids.session_id(ctx.now())
     problem = fork_id_error(fork_id)
@@ -205,7 +194,7 @@ async def fork_session(request: Request, ctx: AppContext) -> Response:
         try:
             await step(sessions.create_fork_child, fork_id, source, ctx.now())
         except SessionGone as exc:  # the source was deleted meanwhile: 0.19.0 crashes on the foreign key (D6)
-            raise Deviation("bad_input_500", exc) from None
+            raise CrashingInput(exc) from None
         await step(messages.copy_active_messages, source_id, fork_id)
         title = body.get("title")
         if title is None:
@@ -224,32 +213,37 @@ async def fork_session(request: Request, ctx: AppContext) -> Response:
 def routes() -> list[Route]:
     """The session resource routes and what each method promises."""
     return [
-        Route("sessions", "/api/sessions", {"GET": list_sessions, "POST": create_session}, {
-            "GET": Operation("List sessions, newest activity first", {200: "SessionList", **STORE_ERRORS},
-                             "sessions", ("session_resources",),
-                             query=("limit", "offset", "source", "include_children")),
-            "POST": Operation("Create a session", {201: "Session", 409: "Conflict", **BODY_ERRORS, **STORE_ERRORS},
-                              "session_create", ("session_resources",), body="CreateSession"),
+        Route("sessions", "/api/sessions", {
+            "GET": Method(list_sessions, Operation(
+                summary="List sessions, newest activity first", responses={200: "SessionList", **STORE_ERRORS},
+                capability="sessions", features=("session_resources",),
+                query=("limit", "offset", "source", "include_children"))),
+            "POST": Method(create_session, Operation(
+                summary="Create a session", responses={201: "Session", 409: "Conflict", **BODY_ERRORS, **STORE_ERRORS},
+                capability="session_create", features=("session_resources",), body="CreateSession")),
         }),
         Route("session", "/api/sessions/{session_id}", {
-            "GET": get_session,
-            "PATCH": patch_session,
-            "DELETE": delete_session,
-        }, {
-            "GET": Operation("Get one session by its exact id", {200: "Session", **SESSION_ERRORS},
-                             "session", ("session_resources",)),
-            "PATCH": Operation("Change the title or close the session", {200: "Session", **BODY_ERRORS, **SESSION_ERRORS},
-                               "session_update", ("session_resources",), body="PatchSession"),
-            "DELETE": Operation("Delete a session and its messages", {200: "SessionDeleted", **SESSION_ERRORS},
-                                "session_delete", ("session_resources",)),
+            "GET": Method(get_session, Operation(
+                summary="Get one session by its exact id", responses={200: "Session", **SESSION_ERRORS},
+                capability="session", features=("session_resources",))),
+            "PATCH": Method(patch_session, Operation(
+                summary="Change the title or close the session",
+                responses={200: "Session", **BODY_ERRORS, **SESSION_ERRORS},
+                capability="session_update", features=("session_resources",), body="PatchSession")),
+            "DELETE": Method(delete_session, Operation(
+                summary="Delete a session and its messages", responses={200: "SessionDeleted", **SESSION_ERRORS},
+                capability="session_delete", features=("session_resources",))),
         }),
-        Route("session_messages", "/api/sessions/{session_id}/messages", {"GET": list_messages}, {
-            "GET": Operation("The active messages of the session's transcript", {200: "MessageList", **SESSION_ERRORS},
-                             "session_messages", ("session_resources",)),
+        Route("session_messages", "/api/sessions/{session_id}/messages", {
+            "GET": Method(list_messages, Operation(
+                summary="The active messages of the session's transcript",
+                responses={200: "MessageList", **SESSION_ERRORS},
+                capability="session_messages", features=("session_resources",))),
         }),
-        Route("session_fork", "/api/sessions/{session_id}/fork", {"POST": fork_session}, {
-            "POST": Operation("Fork a session into a new one with a copy of its messages",
-                              {201: "Session", 409: "Conflict", **BODY_ERRORS, **SESSION_ERRORS},
-                              "session_fork", ("session_fork",), body="ForkSession"),
+        Route("session_fork", "/api/sessions/{session_id}/fork", {
+            "POST": Method(fork_session, Operation(
+                summary="Fork a session into a new one with a copy of its messages",
+                responses={201: "Session", 409: "Conflict", **BODY_ERRORS, **SESSION_ERRORS},
+                capability="session_fork", features=("session_fork",), body="ForkSession")),
         }),
     ]

@@ -55,7 +55,7 @@ class FaultLayer:
         errors = route.errors or self.errors
         gate = self.gates.of((db or self.db).label)
         return route.with_methods({method: self._wrapped(endpoint, route.name, errors, gate)
-                                   for method, endpoint in route.methods.items()})
+                                   for method, endpoint in route.endpoints.items()})
 
     def _wrapped(self, endpoint: Endpoint, route_name: str, errors: ErrorMap, gate: StorageGate) -> Endpoint:
         async def call(request: Request, ctx: Any) -> Response:

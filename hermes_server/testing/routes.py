@@ -15,10 +15,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from hermes_server.families import FixtureParts
-from hermes_server.http.auth import check_bearer
 from hermes_server.http.body import read_json_object
 from hermes_server.http.responses import HermesJSONResponse
-from hermes_server.http.routing import Endpoint, Operation, Route
+from hermes_server.http.routing import Endpoint, Method, Operation, Route
 from hermes_server.openapi.schemas import AUTH_ERRORS, BODY_ERRORS, JOURNAL_FILTERS
 from hermes_server.testing.faults import FaultRegistry
 from hermes_server.testing.journal import Journal
@@ -49,7 +48,7 @@ async def _optional_object(request: Request, ctx: AppContext) -> dict[str, Any]:
     """A JSON object body, or {} when the request has none (`curl -X POST`)."""
     if not _has_body(request):
         return {}
-    return await read_json_object(request, ctx.settings.max_request_bytes)
+    return await read_json_object(request)
 
 
 def _loaded(obj: str, result: LoadResult, **extra: Any) -> Response:
@@ -68,7 +67,6 @@ class ControlRoutes:
 
     async def reset(self, request: Request, ctx: AppContext) -> Response:
         """POST /_fixture/reset {"to": "fixture"|"empty"}: default is the start fixture if there is one."""
-        check_bearer(request, ctx.settings.api_key)
         body = await _optional_object(request, ctx)
         check = Checker()
         obj = check.obj(body, "$", ("to",))
@@ -83,27 +81,24 @@ class ControlRoutes:
 
     async def seed(self, request: Request, ctx: AppContext) -> Response:
         """POST /_fixture/seed: merge a fixture document into state.db (and the served dialects' stores), all or nothing."""
-        check_bearer(request, ctx.settings.api_key)
-        document = await read_json_object(request, ctx.settings.max_request_bytes)
+        document = await read_json_object(request)
         result = await load_document(ctx.db, document, ctx.now(), parts=self.control.parts)
         return _loaded("hermes.fixture.seeded", result)
 
     async def faults(self, request: Request, ctx: AppContext) -> Response:
         """GET lists, PUT replaces, POST adds to, DELETE clears the installed faults."""
-        check_bearer(request, ctx.settings.api_key)
         registry = self.control.faults
         if request.method == "DELETE":
             registry.clear()
         elif request.method in ("PUT", "POST"):
             has_body = _has_body(request)
-            document = await read_json_object(request, ctx.settings.max_request_bytes) if has_body else {"faults": []}
+            document = await read_json_object(request) if has_body else {"faults": []}
             keep = registry.faults if request.method == "POST" else []
             registry.replace(keep + registry.parse(document, taken={f.id for f in keep}))
         return HermesJSONResponse({"object": "list", "data": registry.as_json()})
 
     async def requests(self, request: Request, ctx: AppContext) -> Response:
         """GET the journal (filters: route, method, session_id, status; bodies=true), DELETE clears it."""
-        check_bearer(request, ctx.settings.api_key)
         journal = self.control.journal
         if request.method == "DELETE":
             journal.clear()
@@ -115,7 +110,6 @@ class ControlRoutes:
 
     async def clock(self, request: Request, ctx: AppContext) -> Response:
         """GET reads, POST sets {"now", "advance", "step"}; setting makes the clock manual."""
-        check_bearer(request, ctx.settings.api_key)
         clock = ctx.clock
         if request.method == "POST":
             body = await _optional_object(request, ctx)
@@ -142,9 +136,10 @@ class ControlRoutes:
         })
 
 
-def _op(summary: str, *, body: bool = False, query: tuple[str, ...] = ()) -> Operation:
+def _op(handler: Endpoint, summary: str, *, body: bool = False, query: tuple[str, ...] = ()) -> Method:
     errors = {**BODY_ERRORS, **AUTH_ERRORS} if body else AUTH_ERRORS
-    return Operation(summary, {200: "FixtureReply", **errors}, body="FixtureRequest" if body else None, query=query)
+    return Method(handler, Operation(summary=summary, responses={200: "FixtureReply", **errors},
+                                     body="FixtureRequest" if body else None, query=query))
 
 
 def build_fixture_routes(control: ControlState) -> list[Route]:
@@ -153,22 +148,23 @@ def build_fixture_routes(control: ControlState) -> list[Route]:
     faults: Endpoint = handlers.faults
     journal: Endpoint = handlers.requests
     return [
-        Route("fixture_reset", "/_fixture/reset", {"POST": handlers.reset}, {
-            "POST": _op("Reset state.db to the start fixture or to empty ({\"to\": \"fixture\"|\"empty\"})", body=True)}),
-        Route("fixture_seed", "/_fixture/seed", {"POST": handlers.seed}, {
-            "POST": _op("Merge a fixture document into state.db, all or nothing", body=True)}),
-        Route("fixture_faults", "/_fixture/faults", {"GET": faults, "PUT": faults, "POST": faults, "DELETE": faults}, {
-            "GET": _op("List the installed faults"),
-            "PUT": _op("Replace the installed faults", body=True),
-            "POST": _op("Add faults", body=True),
-            "DELETE": _op("Remove every fault"),
+        Route("fixture_reset", "/_fixture/reset", {
+            "POST": _op(handlers.reset, "Reset state.db to the start fixture or to empty "
+                                        "({\"to\": \"fixture\"|\"empty\"})", body=True)}),
+        Route("fixture_seed", "/_fixture/seed", {
+            "POST": _op(handlers.seed, "Merge a fixture document into state.db, all or nothing", body=True)}),
+        Route("fixture_faults", "/_fixture/faults", {
+            "GET": _op(faults, "List the installed faults"),
+            "PUT": _op(faults, "Replace the installed faults", body=True),
+            "POST": _op(faults, "Add faults", body=True),
+            "DELETE": _op(faults, "Remove every fault"),
         }),
-        Route("fixture_requests", "/_fixture/requests", {"GET": journal, "DELETE": journal}, {
-            "GET": _op("The request journal", query=JOURNAL_FILTERS),
-            "DELETE": _op("Empty the request journal"),
+        Route("fixture_requests", "/_fixture/requests", {
+            "GET": _op(journal, "The request journal", query=JOURNAL_FILTERS),
+            "DELETE": _op(journal, "Empty the request journal"),
         }),
-        Route("fixture_clock", "/_fixture/clock", {"GET": handlers.clock, "POST": handlers.clock}, {
-            "GET": _op("Read the clock"),
-            "POST": _op("Set, advance or step the clock (it becomes manual)", body=True),
+        Route("fixture_clock", "/_fixture/clock", {
+            "GET": _op(handlers.clock, "Read the clock"),
+            "POST": _op(handlers.clock, "Set, advance or step the clock (it becomes manual)", body=True),
         }),
     ]

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from hermes_server.http.responses import SECURITY_HEADERS
-from hermes_server.http.routing import Operation, Route
+from hermes_server.http.routing import Method, Operation, Route
 from hermes_server.routes.discovery import capabilities_body
 from tests.support.server import RunningServer, start_server
 
@@ -139,11 +139,11 @@ def test_every_advertised_endpoint_is_served(probe: RunningServer) -> None:
 
 def test_features_follow_the_route_table() -> None:
     """Features and endpoints come from the table: add a route, and only then is it advertised."""
-    base = [Route("sessions", "/api/sessions", {"GET": _noop},
-                  {"GET": Operation("list", {200: "SessionList"}, "sessions", ("session_resources",))})]
-    chat = Route("session_chat_stream", "/api/sessions/{session_id}/chat/stream", {"POST": _noop},
-                 {"POST": Operation("stream", {200: "ChatStream"}, "session_chat_stream",
-                                    ("session_chat_streaming", "session_key_header"))})
+    base = [Route("sessions", "/api/sessions", {"GET": Method(_noop, Operation(
+        summary="list", responses={200: "SessionList"}, capability="sessions", features=("session_resources",)))})]
+    chat = Route("session_chat_stream", "/api/sessions/{session_id}/chat/stream", {"POST": Method(_noop, Operation(
+        summary="stream", responses={200: "ChatStream"}, capability="session_chat_stream",
+        features=("session_chat_streaming", "session_key_header")))})
     without = capabilities_body(base, model="m", key_required=True, cors=False)
     assert without["features"]["session_chat_streaming"] is False
     assert without["features"]["session_key_header"] is False

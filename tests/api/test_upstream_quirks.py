@@ -1,6 +1,6 @@
 """`serve --upstream-quirks`: each deviation of docs/differences.md switched off answers as 0.19.0.
 
-Each switch is a field of `Quirks`; the flag (or HERMES_SERVER_UPSTREAM_QUIRKS=1) turns all
+Each switch is a member of `Quirk`; the flag (or HERMES_SERVER_UPSTREAM_QUIRKS=1) turns all
 of them on. The answers below are the ones the oracle gives (tools/oracle_*diff.py
 `--upstream-quirks` compare all of them side by side).
 """
@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
-from hermes_server.app import build_errors
+from hermes_server.api.deviations import SWAPS, CrashingInput, LongCreateTitle
+from hermes_server.api.errors import build_errors, invalid_field
 from hermes_server.domain.errors import AgentFailed, StorageFault
 from hermes_server.domain.jobs import JobInputError
 from hermes_server.domain.openai_messages import MessagesError
-from hermes_server.domain.quirks import Deviation, Quirks
+from hermes_server.domain.quirks import Quirk, Quirks
 from hermes_server.domain.titles import TitleTooLong
-from hermes_server.http.errors import body_too_large, invalid_field, unauthorized
+from hermes_server.http.errors import ChunkedBodyTooLarge, UndecodableBearer
 from tests.support.http import create_session, raw_request
 from tests.support.server import RunningServer, start_server, start_with_script
 
@@ -102,44 +102,45 @@ def test_the_environment_variable_turns_them_on(tmp_path: Path) -> None:
 
 # Each switch alone: the error it governs, answered by the error table composed with only it on.
 SWITCHED_ERRORS = {
-    "title_too_long_500": (Deviation("title_too_long_500", TitleTooLong("Title too long (101 chars, max 100)")),
-                           400, 500),
-    "chunked_over_limit_400": (Deviation("chunked_over_limit_400", body_too_large(), "invalid_json"), 413, 400),
-    "undecodable_bearer_500": (Deviation("undecodable_bearer_500", unauthorized()), 401, 500),
-    "agent_failure_500": (AgentFailed(RuntimeError("x")), 500, 500),
-    "bad_input_500": (invalid_field("model", "Invalid value for 'model': text must be valid Unicode"), 400, 500),
-    "storage_failure_500": (StorageFault("database or disk is full", write=True), 503, 500),
-    "jobs_bad_input_500": (JobInputError("'int' object has no attribute 'strip'"), 400, 500),
+    Quirk.TITLE_TOO_LONG_500: (LongCreateTitle(TitleTooLong("Title too long (101 chars, max 100)")), 400, 500),
+    Quirk.CHUNKED_OVER_LIMIT_400: (ChunkedBodyTooLarge(), 413, 400),
+    Quirk.UNDECODABLE_BEARER_500: (UndecodableBearer(), 401, 500),
+    Quirk.AGENT_FAILURE_500: (AgentFailed(RuntimeError("x")), 500, 500),
+    Quirk.BAD_INPUT_500: (invalid_field("model", "Invalid value for 'model': text must be valid Unicode"), 400, 500),
+    Quirk.STORAGE_FAILURE_500: (StorageFault("database or disk is full", write=True), 503, 500),
+    Quirk.JOBS_BAD_INPUT_500: (JobInputError("'int' object has no attribute 'strip'"), 400, 500),
 }
 
 
-@pytest.mark.parametrize("switch", sorted(SWITCHED_ERRORS))
-def test_each_switch_alone(switch: str) -> None:
+@pytest.mark.parametrize("switch", sorted(SWITCHED_ERRORS, key=lambda quirk: quirk.value))
+def test_each_switch_alone(switch: Quirk) -> None:
     error, default_status, upstream_status = SWITCHED_ERRORS[switch]
     assert build_errors(Quirks()).render(error).status_code == default_status
-    alone = build_errors(Quirks(**{switch: True})).render(error)
+    alone = build_errors(Quirks.of(switch)).render(error)
     assert alone.status_code == upstream_status
-    others = Quirks(**{f.name: f.name != switch for f in fields(Quirks)})
+    others = Quirks(frozenset(Quirk) - {switch})
     assert build_errors(others).render(error).status_code == default_status
 
 
 def test_agent_failure_switch_crashes_as_text() -> None:
-    answer = build_errors(Quirks(agent_failure_500=True)).render(AgentFailed(RuntimeError("x")))
+    answer = build_errors(Quirks.of(Quirk.AGENT_FAILURE_500)).render(AgentFailed(RuntimeError("x")))
     assert answer.body == CRASH[2] and answer.media_type.startswith("text/plain")
 
 
 def test_messages_errors_crash_only_where_upstream_does() -> None:
-    errors = build_errors(Quirks(bad_input_500=True))
+    errors = build_errors(Quirks.of(Quirk.BAD_INPUT_500))
     assert errors.render(MessagesError("Each message must be an object", upstream_crashes=True)).status_code == 500
     assert errors.render(MessagesError("Missing or invalid 'messages' field", bare=True)).status_code == 400
+    assert errors.render(CrashingInput(TitleTooLong("x"))).status_code == 500
 
 
 def test_every_switch_is_consulted_in_one_place() -> None:
-    """Each field is named in exactly one module besides quirks.py (its single decision point),
-    or, for an answer, raised as a Deviation where hermes-server decides it."""
-    code = {path: path.read_text() for path in SOURCE.rglob("*.py") if path.name != "quirks.py"}
-    for field in fields(Quirks):
-        users = [path.name for path, text in code.items() if field.name in text]
-        assert users, field.name
-    assert Quirks.upstream(True) == Quirks(**{f.name: True for f in fields(Quirks)})
+    """Each quirk is an answer (a row of api/deviations.py's SWAPS), a behaviour asked `Quirk.X in quirks`
+    in one module besides quirks.py and deviations.py (its single decision point), or both (D6)."""
+    code = {path: path.read_text() for path in SOURCE.rglob("*.py") if path.name not in ("quirks.py", "deviations.py")}
+    swapped = {swap.quirk for swap in SWAPS}
+    for quirk in Quirk:
+        users = [path.name for path, text in code.items() if f"Quirk.{quirk.name} in " in text]
+        assert len(users) <= 1 and (users or quirk in swapped), (quirk, users)
+    assert Quirks.upstream(True) == Quirks(frozenset(Quirk))
     assert Quirks.upstream(False) == Quirks()

@@ -14,10 +14,6 @@ from hermes_server.families import FixtureParts
 
 PACKAGE = Path(__file__).resolve().parents[2] / "hermes_server"
 MENTION = re.compile(r"herm[._-]?run", re.IGNORECASE)
-# Modules another helper of issue 19 is rewriting (the pipeline's CORS header becomes the
-# unit's `cors_headers` through `Pipeline(extra_cors_headers=...)`; the store's docstring
-# goes with its write gate): remove each line once its branch is merged.
-PENDING = {"http/pipeline.py"}
 
 
 def mentioning() -> set[str]:
@@ -27,7 +23,7 @@ def mentioning() -> set[str]:
 
 
 def test_herm_run_is_named_outside_its_package_only_by_the_registry() -> None:
-    assert mentioning() - PENDING == {"dialects.py"}
+    assert mentioning() == {"dialects.py"}
 
 
 def test_the_counter_sees_every_spelling() -> None:

@@ -116,6 +116,9 @@ MODULE_ALLOWED: dict[str, set[str]] = {
     "hermrun.dialect": {"cli.options"},  # its `serve` option rows
     "hermrun.fixture": {"testing", "openapi"},  # its fixture key and /_fixture/ route are test control
 }
+# The generic edge knows no sessions or jobs: of domain/ it uses only text helpers (the redaction
+# of error texts, and the scrubbing of lone surrogates that domain/titles.py keeps beside its users).
+HTTP_DOMAIN = {f"{ROOT}.domain.redact", f"{ROOT}.domain.titles"}
 ROUTES_SHARED = f"{ROOT}.routes.common"
 
 
@@ -139,6 +142,8 @@ def violations(edges: dict[str, set[str]]) -> list[str]:
                 if target not in (ROUTES_SHARED, f"{ROOT}.routes") and source != f"{ROOT}.routes":
                     found.append(f"{source} imports {target}: route modules never import each other")
                 continue
+            if src_layer == "http" and dst_layer == "domain" and target not in HTTP_DOMAIN:
+                found.append(f"{source} imports {target}: http/ uses of domain/ only {sorted(HTTP_DOMAIN)}")
             if dst_layer == src_layer or _permitted(source, target):
                 continue
             found.append(f"{source} imports {target}: {src_layer}/ may import only {sorted(ALLOWED[src_layer])}")
@@ -171,6 +176,9 @@ def test_every_top_level_module_has_a_rule() -> None:
     ({"hermes_server.state": {"hermes_server.domain.clock"}}, "state/ may import only"),
     ({"hermes_server.http.a": {"hermes_server.routes.common"}}, "http/ may import only"),
     ({"hermes_server.http.a": {"hermes_server.api.errors"}}, "http/ may import only"),
+    ({"hermes_server.http.a": {"hermes_server.domain.errors"}}, "http/ uses of domain/ only"),
+    ({"hermes_server.api.a": {"hermes_server.routes.common"}}, "api/ may import only"),
+    ({"hermes_server.api.a": {"hermes_server.hermrun.store"}}, "api/ may import only"),
     ({"hermes_server.chat.a": {"hermes_server.http.sse"}}, "chat/ may import only"),
     ({"hermes_server.routes.chat": {"hermes_server.routes.sessions"}}, "never import each other"),
     ({"hermes_server.routes.chat": {"hermes_server.testing.faults"}}, "routes/ may import only"),

@@ -1,0 +1,129 @@
+"""The Hermes product's error table: every error its routes raise, and upstream's answer to it.
+
+The named errors of the session API live here, so the wording lives in one place. The
+jobs API answers in its own bare envelope, `{"error": "<text>"}`. `build_errors` composes
+the table once, when the app is built, with the deviations the quirks switch on.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from starlette.responses import Response
+
+from hermes_server.api.deviations import CrashingInput, Deviation, deviation_rows
+from hermes_server.domain.content import ContentError
+from hermes_server.domain.errors import (
+    AgentFailed,
+    CompletionFailed,
+    DatabaseUnavailable,
+    DocumentError,
+    SessionExists,
+    SessionGone,
+    StorageFault,
+    TitleConflict,
+    TooManyRuns,
+)
+from hermes_server.domain.jobs import JobError, JobInputError, JobsFileError
+from hermes_server.domain.openai_messages import MessagesError
+from hermes_server.domain.quirks import Quirks
+from hermes_server.domain.redact import redact
+from hermes_server.domain.titles import TitleTooLong
+from hermes_server.http.errors import ApiError, ErrorMap, Handler, not_an_object
+from hermes_server.http.responses import HermesJSONResponse
+
+
+def db_unavailable() -> ApiError:
+    return ApiError(503, "Session database unavailable", "session_db_unavailable")
+
+
+def storage_refused(reason: str, write: bool, written: str | None = None) -> ApiError:
+    """A full disk, a read-only file or an I/O error under the open database: what happened, and
+    (for a write) what is stored: nothing, as its transaction was rolled back, or what the
+    request's earlier writes stored."""
+    outcome = f"; {written or 'nothing was written'}" if write else ""
+    return ApiError(503, f"Session database unavailable: {reason}{outcome}", "session_db_unavailable")
+
+
+def session_not_found(session_id: str) -> ApiError:
+    return ApiError(404, f"Session not found: {session_id}", "session_not_found")
+
+
+def session_exists(session_id: str) -> ApiError:
+    return ApiError(409, f"Session already exists: {session_id}", "session_exists")
+
+
+def invalid_session_id(message: str = "Invalid session ID") -> ApiError:
+    return ApiError(400, message, "invalid_session_id")
+
+
+def invalid_title(message: str) -> ApiError:
+    return ApiError(400, message, "invalid_title")
+
+
+def invalid_field(param: str, message: str) -> CrashingInput:
+    """D6: input upstream answers with a bare 500 gets a 400 naming the field."""
+    return CrashingInput(ApiError(400, message, None, param))
+
+
+def crashing_non_object() -> CrashingInput:
+    """D6: a body that is not a JSON object where 0.19.0's handler crashes on it (its bare 500)."""
+    return CrashingInput(not_an_object())
+
+
+def server_error(message: str = "Internal server error") -> ApiError:
+    """D5: an exception inside the agent gets the standard envelope, type server_error."""
+    return ApiError(500, message, None, None, type_="server_error")
+
+
+def bare_error(status: int, message: str) -> Response:
+    """The jobs and cron envelope: one string, redacted like every error text."""
+    return HermesJSONResponse({"error": redact(message)}, status)
+
+
+class InvalidFireToken(Exception):
+    """The managed-cron fire webhook's own refusal (its token is not the API key)."""
+
+
+def _messages_error(exc: MessagesError) -> ApiError:
+    if exc.bare:  # upstream's two-field envelope for the messages array and the session-id header
+        return ApiError(400, exc.message, shape="two_field")
+    return ApiError(400, exc.message, exc.code, exc.param)
+
+
+def _api(build: Callable[[Any], ApiError]) -> Handler:
+    return lambda exc: build(exc).response()
+
+
+def _deviation(exc: Deviation) -> Response | None:
+    """hermes-server's own answer to a deviation (0.19.0's, when its quirk is on, is a row over this)."""
+    return HERMES_ERRORS.render(exc.error)
+
+
+HERMES_ERRORS = ErrorMap({
+    ApiError: _api(lambda exc: exc),
+    Deviation: _deviation,
+    DatabaseUnavailable: _api(lambda exc: db_unavailable()),
+    StorageFault: _api(lambda exc: storage_refused(exc.reason, exc.write, exc.written)),
+    SessionGone: _api(lambda exc: session_not_found(exc.session_id)),
+    SessionExists: _api(lambda exc: session_exists(exc.session_id)),
+    TitleConflict: _api(lambda exc: invalid_title(str(exc))),
+    TitleTooLong: _api(lambda exc: invalid_title(str(exc))),
+    ContentError: _api(lambda exc: ApiError(400, exc.message, exc.code, exc.param)),
+    MessagesError: _api(_messages_error),
+    DocumentError: _api(lambda exc: ApiError(400, str(exc), exc.code, exc.path)),
+    AgentFailed: _api(lambda exc: server_error(str(exc.cause) or "Internal server error")),
+    CompletionFailed: _api(lambda exc: ApiError(500, f"Internal server error: {exc.cause}", type_="server_error")),
+    TooManyRuns: _api(lambda exc: ApiError(429, str(exc), "rate_limit_exceeded", type_="rate_limit_error",
+                                           headers={"Retry-After": "1"})),
+    JobError: lambda exc: bare_error(exc.status, exc.message),
+    JobInputError: lambda exc: bare_error(400, exc.message),
+    JobsFileError: lambda exc: bare_error(500, str(exc)),
+    InvalidFireToken: lambda exc: bare_error(401, "invalid fire token"),
+})
+
+
+def build_errors(quirks: Quirks) -> ErrorMap:
+    """The app's error table: the Hermes rows, and for each documented deviation hermes-server's
+    answer or 0.19.0's, as `quirks` chooses (once, here)."""
+    return HERMES_ERRORS.merged(deviation_rows(quirks, HERMES_ERRORS))
