@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from hermes_server.cli.options import HOME
 from hermes_server.config import Settings
 from hermes_server.dialects import KNOWN
-from hermes_server.families import Family, FixtureParts
+from hermes_server.families import Family, FixtureParts, with_defaults
 
 if TYPE_CHECKING:
     from hermes_server.testing.load import LoadResult
@@ -22,7 +22,7 @@ async def _seed(home: Path, document: Any, now: float, replace: bool) -> tuple[L
     from hermes_server.store.db import Database
     from hermes_server.testing.load import seed_home
 
-    settings = Settings(home=home)
+    settings = with_defaults(Settings(home=home), KNOWN)
     used = [d for d in KNOWN if d.fixture_key is not None and isinstance(document, dict)
             and document.get(d.fixture_key) is not None]
     families: tuple[Family, ...] = tuple(d.build(settings, partial(Database, reader_threads=1)) for d in used)
