@@ -57,8 +57,10 @@ def check_version(conn: sqlite3.Connection, path: Path) -> None:
         advice = (f"It was written by a Hermes newer than hermes-agent 0.19.0 (schema version {SCHEMA_VERSION}), "
                   "which is what hermes-server reproduces; use a HERMES_HOME of hermes-agent 0.19.0 or an empty one.")
     else:
-        advice = ("Open it once with hermes-agent 0.19.0 (any `hermes` command), which migrates it to "
-                  f"version {SCHEMA_VERSION}, or use an empty HERMES_HOME.")
+        # Only a command that opens state.db migrates it (`hermes --version` does not).
+        advice = ("Open it once with hermes-agent 0.19.0, which migrates it to "
+                  f"version {SCHEMA_VERSION}: run `hermes sessions list` with HERMES_HOME set to this home. "
+                  "Or use an empty HERMES_HOME.")
     raise SchemaMismatch(
         f"{path} is at Hermes schema version {version}; hermes-server serves only version "
         f"{SCHEMA_VERSION}. {advice} {untouched}"
