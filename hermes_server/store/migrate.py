@@ -67,6 +67,17 @@ def check_version(conn: sqlite3.Connection, path: Path) -> None:
     )
 
 
+def restrict_mode(path: Path) -> None:
+    """Make a state.db we are creating readable by its owner only (0600), like the key file and
+    response_store.db: it holds every conversation. SQLite gives the -wal and -shm it creates
+    later the main file's mode, so this is done before WAL is switched on. A file that already
+    held tables is Hermes's or the user's, and keeps its mode."""
+    try:
+        path.chmod(0o600)
+    except OSError:
+        pass  # a filesystem without modes (some mounts): the database still works
+
+
 def prepare(conn: sqlite3.Connection, path: Path) -> None:
     """Bring a freshly opened writer connection to a usable v22 database.
 
@@ -74,6 +85,7 @@ def prepare(conn: sqlite3.Connection, path: Path) -> None:
     existing file is only version-checked before anything is written to it.
     """
     if not _user_tables(conn):
+        restrict_mode(path)
         conn.execute("PRAGMA journal_mode=WAL")
         script = "\n".join(f.read_text(encoding="utf-8") for f in migration_files())
         conn.executescript("BEGIN IMMEDIATE;\n" + script + "\nCOMMIT;")
