@@ -16,6 +16,7 @@ from typing import Sequence
 from hermes_server import UPSTREAM_VERSION, __version__
 from hermes_server.config import Settings
 from hermes_server.domain.keys import key_problem
+from hermes_server.domain.wording import counted
 from hermes_server.http.logs import configure_logging, say
 from hermes_server.options import HOME, SERVE_OPTIONS, add_options, env_text, resolve_all
 
@@ -126,6 +127,16 @@ def _announce_key(settings: Settings, no_auth: bool) -> Settings | str:
     return Settings(**{**settings.__dict__, "api_key": kept.key})
 
 
+def serving_line(settings: Settings) -> str:
+    """Where the server listens, and that it answers as 0.19.0 does when `--upstream-quirks` is on
+    (someone reading its answers must know they are seeing 0.19.0's failures on purpose)."""
+    line = f"serving http://{settings.host}:{settings.port} over {settings.db_path}"
+    if settings.upstream_quirks:
+        line += (f"; upstream quirks ON: answering as hermes-agent {UPSTREAM_VERSION} does, text/plain 500s "
+                 "included, wherever docs/differences.md lists a deviation")
+    return line
+
+
 def serve(args: argparse.Namespace) -> int:
     """Check everything, bind the socket, then say where it serves and run uvicorn on that socket."""
     import uvicorn
@@ -173,7 +184,7 @@ def serve(args: argparse.Namespace) -> int:
         sock = bind(settings.host, settings.port)
     except ListenError as exc:
         return refuse(str(exc))
-    say(f"serving http://{settings.host}:{settings.port} over {settings.db_path}", fmt)
+    say(serving_line(settings), fmt)
     # sse-starlette would cut every open stream the moment SIGTERM arrives; a stream is an
     # in-flight request like any other, so it gets the same grace period (below) to finish.
     AppStatus.disable_automatic_graceful_drain()
@@ -240,12 +251,14 @@ def seed(args: argparse.Namespace) -> int:
     except (SchemaMismatch, DatabaseUnavailable) as exc:
         print(f"hermes-server: {exc}", file=sys.stderr)
         return 2
-    print(f"hermes-server: loaded {path} into {db_path}: {result.sessions_written} sessions, "
-          f"{result.messages_written} messages (state.db now holds {result.sessions_total} sessions)")
+    print(f"hermes-server: loaded {path} into {db_path}: {counted(result.sessions_written, 'session')}, "
+          f"{counted(result.messages_written, 'message')} "
+          f"(state.db now holds {counted(result.sessions_total, 'session')})")
     if result.herm_run is not None:
-        print(f"hermes-server: herm.run: {result.herm_run['agents_written']} agents, "
-              f"{result.herm_run['sessions_written']} sessions into herm-run.db "
-              f"(now {result.herm_run['sessions_total']} sessions)")
+        herm = result.herm_run
+        print(f"hermes-server: herm.run: {counted(herm['agents_written'], 'agent')}, "
+              f"{counted(herm['sessions_written'], 'session')} into herm-run.db "
+              f"(now {counted(herm['sessions_total'], 'session')})")
     return 0
 
 
@@ -273,9 +286,28 @@ def healthcheck(args: argparse.Namespace) -> int:
     return 0
 
 
+def refuse_unknown(parser: argparse.ArgumentParser, command: str | None, unknown: list[str]) -> None:
+    """Exit 2 naming the unknown arguments in the usage of their command, with the closest option
+    of that command for each misspelt one (`--prot` -> `--port`; Python 3.11's argparse suggests none)."""
+    import difflib
+
+    target = next((action.choices.get(command, parser) for action in parser._actions  # noqa: SLF001 - no public API
+                   if command and isinstance(action, argparse._SubParsersAction)), parser)  # noqa: SLF001
+    known = [flag for action in target._actions for flag in action.option_strings]  # noqa: SLF001
+    hints = [f"{flag}: did you mean {close[0]}?" for flag in (argument.split("=", 1)[0] for argument in unknown)
+             if flag.startswith("-") and (close := difflib.get_close_matches(flag, known, n=1, cutoff=0.6))]
+    target.error(f"unrecognized arguments: {' '.join(unknown)}" + (f" ({'; '.join(hints)})" if hints else ""))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        refuse_unknown(parser, args.command, unknown)
+    if args.command is None:  # a bare `hermes-server` is a usage error, not a success
+        parser.print_help(sys.stderr)
+        print("hermes-server: error: name a command, e.g. `hermes-server serve`", file=sys.stderr)
+        return 2
     if args.command == "serve":
         try:
             return serve(args)
@@ -290,5 +322,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         return healthcheck(args)
     if args.command == "seed":
         return seed(args)
-    parser.print_help()
-    return 0 if args.command is None else 2
+    parser.print_help(sys.stderr)
+    return 2
