@@ -28,7 +28,11 @@ COPY migrations/ migrations/
 COPY hermes_server/ hermes_server/
 RUN pip install --no-cache-dir --no-deps --no-build-isolation . && pip check
 
-RUN useradd --system --user-group --uid 10001 --home-dir /data --no-create-home hermes \
+# The group is made first, with the gid `USER` names: `useradd --system --user-group` would
+# give it a system gid (below 1000), and the files the server writes in /data would carry
+# gid 10001 with no group of that id.
+RUN groupadd --system --gid 10001 hermes \
+    && useradd --system --uid 10001 --gid hermes --home-dir /data --no-create-home hermes \
     && mkdir -p /data \
     && chown hermes:hermes /data
 

@@ -20,9 +20,10 @@ import subprocess
 import sys
 import time
 import tomllib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 import yaml
@@ -34,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILE = ROOT / "Dockerfile"
 COMPOSE = ROOT / "examples" / "compose" / "docker-compose.yml"
 # System set-up the replay cannot (and must not) run on the host, with what each does in the image.
-IMAGE_ONLY_COMMANDS = {"useradd", "mkdir", "chown"}
+IMAGE_ONLY_COMMANDS = {"groupadd", "useradd", "mkdir", "chown"}
 
 
 def instructions(text: str) -> list[tuple[str, str]]:
@@ -174,21 +175,47 @@ def test_replayed_install_is_exactly_the_lock(image: tuple[Image, Path, Path]) -
     installed = {line.split("==")[0].lower().replace("_", "-"): line.split("==")[1]
                  for line in freeze.splitlines()}
     assert installed == _lock()
-    assert [argv[0] for argv in built.skipped] == ["useradd", "mkdir", "chown"]
+    assert [argv[0] for argv in built.skipped] == ["groupadd", "useradd", "mkdir", "chown"]
 
 
 def test_image_runs_as_a_user_with_state_in_the_volume(image: tuple[Image, Path, Path]) -> None:
     built, _, _ = image
-    useradd = built.skipped[0]
+    useradd = built.skipped[1]
     uid = useradd[useradd.index("--uid") + 1]
     assert built.user == f"{uid}:{uid}" and uid != "0"
     assert built.volumes == [built.env["HERMES_HOME"]] == ["/data"]
-    assert built.skipped[2] == ["chown", "hermes:hermes", "/data"]
+    assert built.skipped[3] == ["chown", "hermes:hermes", "/data"]
     assert built.exposed == [built.env["API_SERVER_PORT"]]
     assert built.env["API_SERVER_HOST"] == "0.0.0.0"
     # `docker stop` sends SIGKILL after 10 s: requests, streams and the turns they started
     # must all be ended before that.
     assert float(built.env["HERMES_SERVER_SHUTDOWN_GRACE"]) + float(built.env["HERMES_SERVER_TURN_DRAIN"]) < 10
+
+
+def _option(argv: list[str], name: str) -> str | None:
+    return argv[argv.index(name) + 1] if name in argv else None
+
+
+def test_the_user_and_group_of_user_exist_with_those_ids() -> None:
+    """`USER uid:gid` names ids the image's /etc/passwd and /etc/group hold, so what the server
+    writes in /data belongs to user and group `hermes`, not to a gid without a name.
+
+    `useradd --system --user-group` gives the new group a *system* gid (below 1000) whatever
+    the uid, so the group must be made first with the gid `USER` names, and the user put in it.
+    """
+    steps = instructions(DOCKERFILE.read_text())
+    commands = [shlex.split(command) for keyword, args in steps if keyword == "RUN" for command in args.split("&&")]
+    groupadd = next((argv for argv in commands if argv[0] == "groupadd"), None)
+    useradd = next(argv for argv in commands if argv[0] == "useradd")
+    user, _, group = next(args for keyword, args in steps if keyword == "USER").partition(":")
+    assert groupadd is not None, "no groupadd: the gid USER names has no group"
+    assert "--user-group" not in useradd and "-U" not in useradd
+    group_name, gid = groupadd[-1], _option(groupadd, "--gid")
+    assert gid == group, f"USER's gid {group} is not the group's ({gid})"
+    assert _option(useradd, "--uid") == user
+    assert _option(useradd, "--gid") in (group_name, gid), "the user is not in that group"
+    chown = next(argv for argv in commands if argv[0] == "chown")
+    assert chown[1] == f"{useradd[-1]}:{group_name}"
 
 
 def _healthy(command: list[str], venv: Path, env: dict[str, str]) -> int:

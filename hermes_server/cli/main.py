@@ -86,9 +86,28 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def refuse_unknown(parser: argparse.ArgumentParser, command: str | None, unknown: list[str]) -> None:
+    """Exit 2 naming the unknown arguments in the usage of their command, with the closest option
+    of that command for each misspelt one (`--prot` -> `--port`; Python 3.11's argparse suggests none)."""
+    import difflib
+
+    target = next((action.choices.get(command, parser) for action in parser._actions  # noqa: SLF001 - no public API
+                   if command and isinstance(action, argparse._SubParsersAction)), parser)  # noqa: SLF001
+    known = [flag for action in target._actions for flag in action.option_strings]  # noqa: SLF001
+    hints = [f"{flag}: did you mean {close[0]}?" for flag in (argument.split("=", 1)[0] for argument in unknown)
+             if flag.startswith("-") and (close := difflib.get_close_matches(flag, known, n=1, cutoff=0.6))]
+    target.error(f"unrecognized arguments: {' '.join(unknown)}" + (f" ({'; '.join(hints)})" if hints else ""))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        refuse_unknown(parser, args.command, unknown)
+    if args.command is None:  # a bare `hermes-server` is a usage error, not a success
+        parser.print_help(sys.stderr)
+        print("hermes-server: error: name a command, e.g. `hermes-server serve`", file=sys.stderr)
+        return 2
     if args.command == "serve":
         try:
             return serve(args)
@@ -105,5 +124,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         except OptionError as refused:  # an unusable HERMES_HOME value
             print(f"hermes-server: {refused}", file=sys.stderr)
             return 1
-    parser.print_help()
-    return 0 if args.command is None else 2
+    parser.print_help(sys.stderr)
+    return 2

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from hermes_server.cli.options import HOME
 from hermes_server.config import Settings
 from hermes_server.dialects import KNOWN
+from hermes_server.domain.wording import counted
 from hermes_server.families import Family, FixtureParts, with_defaults
 
 if TYPE_CHECKING:
@@ -66,8 +67,9 @@ def seed(args: argparse.Namespace) -> int:
     except (SchemaMismatch, DatabaseUnavailable) as exc:
         print(f"hermes-server: {exc}", file=sys.stderr)
         return 2
-    print(f"hermes-server: loaded {path} into {db_path}: {result.sessions_written} sessions, "
-          f"{result.messages_written} messages (state.db now holds {result.sessions_total} sessions)")
+    print(f"hermes-server: loaded {path} into {db_path}: {counted(result.sessions_written, 'session')}, "
+          f"{counted(result.messages_written, 'message')} "
+          f"(state.db now holds {counted(result.sessions_total, 'session')})")
     for key, counts in result.parts.items():
         print(f"hermes-server: {parts.loaders[key].summary(counts)}")
     return 0

@@ -7,6 +7,7 @@ import ipaddress
 import signal
 import sys
 
+from hermes_server import UPSTREAM_VERSION
 from hermes_server.cli.options import SERVE_OPTIONS, OptionError, resolve_all
 from hermes_server.config import Settings
 from hermes_server.dialects import KNOWN
@@ -69,6 +70,16 @@ def _announce_key(settings: Settings, no_auth: bool) -> Settings | str:
     return Settings(**{**settings.__dict__, "api_key": kept.key})
 
 
+def serving_line(settings: Settings) -> str:
+    """Where the server listens, and that it answers as 0.19.0 does when `--upstream-quirks` is on
+    (someone reading its answers must know they are seeing 0.19.0's failures on purpose)."""
+    line = f"serving http://{settings.host}:{settings.port} over {settings.db_path}"
+    if settings.upstream_quirks:
+        line += (f"; upstream quirks ON: answering as hermes-agent {UPSTREAM_VERSION} does, text/plain 500s "
+                 "included, wherever docs/differences.md lists a deviation")
+    return line
+
+
 def serve(args: argparse.Namespace) -> int:
     """Check everything, bind the socket, then say where it serves and run uvicorn on that socket."""
     import uvicorn
@@ -117,7 +128,7 @@ def serve(args: argparse.Namespace) -> int:
         sock = bind(settings.host, settings.port)
     except ListenError as exc:
         return refuse(str(exc))
-    say(f"serving http://{settings.host}:{settings.port} over {settings.db_path}", fmt)
+    say(serving_line(settings), fmt)
     # sse-starlette would cut every open stream the moment SIGTERM arrives; a stream is an
     # in-flight request like any other, so it gets the same grace period (below) to finish.
     AppStatus.disable_automatic_graceful_drain()

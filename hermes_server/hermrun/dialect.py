@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Any
 from hermes_server.cli.options import Option, OptionError, positive, text, whole
 from hermes_server.config import Settings
 from hermes_server.domain.keys import key_problem
+from hermes_server.domain.wording import counted
 from hermes_server.families import Dialect, Family
 
 if TYPE_CHECKING:
     from hermes_server.hermrun.store import HermRunStore
-    from hermes_server.store.db import DatabaseFactory
     from hermes_server.http.routing import Route
+    from hermes_server.store.db import DatabaseFactory
 
 FIXTURE_KEY = "herm_run"
 GROUP = "herm.run"
@@ -75,8 +76,8 @@ def build(settings: Settings, make_db: DatabaseFactory) -> Family:
 
     return Family(
         GROUP, routes, databases={route.name: store.db for route in routes}, components=openapi.COMPONENTS,
-        checks=security_checks(settings), cors_headers=(API_KEY_HEADER,), fixture=HermRunPart(store), control_routes=control_routes,
-        resettables={"herm_run": store}, close=store.close,
+        checks=security_checks(settings), cors_headers=(API_KEY_HEADER,), fixture=HermRunPart(store),
+        control_routes=control_routes, resettables={"herm_run": store}, close=store.close,
     )
 
 
@@ -95,8 +96,9 @@ class HermRunPart:
         return (await load(self.store, parsed or HermRunFixture(), replace=replace)).as_json()
 
     def summary(self, counts: Mapping[str, int]) -> str:
-        return (f"herm.run: {counts['agents_written']} agents, {counts['sessions_written']} sessions "
-                f"into herm-run.db (now {counts['sessions_total']} sessions)")
+        return (f"herm.run: {counted(counts['agents_written'], 'agent')}, "
+                f"{counted(counts['sessions_written'], 'session')} into herm-run.db "
+                f"(now {counted(counts['sessions_total'], 'session')})")
 
 
 HERM_RUN = Dialect(

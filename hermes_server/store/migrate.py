@@ -57,12 +57,25 @@ def check_version(conn: sqlite3.Connection, path: Path) -> None:
         advice = (f"It was written by a Hermes newer than hermes-agent 0.19.0 (schema version {SCHEMA_VERSION}), "
                   "which is what hermes-server reproduces; use a HERMES_HOME of hermes-agent 0.19.0 or an empty one.")
     else:
-        advice = ("Open it once with hermes-agent 0.19.0 (any `hermes` command), which migrates it to "
-                  f"version {SCHEMA_VERSION}, or use an empty HERMES_HOME.")
+        # Only a command that opens state.db migrates it (`hermes --version` does not).
+        advice = ("Open it once with hermes-agent 0.19.0, which migrates it to "
+                  f"version {SCHEMA_VERSION}: run `hermes sessions list` with HERMES_HOME set to this home. "
+                  "Or use an empty HERMES_HOME.")
     raise SchemaMismatch(
         f"{path} is at Hermes schema version {version}; hermes-server serves only version "
         f"{SCHEMA_VERSION}. {advice} {untouched}"
     )
+
+
+def restrict_mode(path: Path) -> None:
+    """Make a state.db we are creating readable by its owner only (0600), like the key file and
+    response_store.db: it holds every conversation. SQLite gives the -wal and -shm it creates
+    later the main file's mode, so this is done before WAL is switched on. A file that already
+    held tables is Hermes's or the user's, and keeps its mode."""
+    try:
+        path.chmod(0o600)
+    except OSError:
+        pass  # a filesystem without modes (some mounts): the database still works
 
 
 def prepare(conn: sqlite3.Connection, path: Path) -> None:
@@ -72,6 +85,7 @@ def prepare(conn: sqlite3.Connection, path: Path) -> None:
     existing file is only version-checked before anything is written to it.
     """
     if not _user_tables(conn):
+        restrict_mode(path)
         conn.execute("PRAGMA journal_mode=WAL")
         script = "\n".join(f.read_text(encoding="utf-8") for f in migration_files())
         conn.executescript("BEGIN IMMEDIATE;\n" + script + "\nCOMMIT;")

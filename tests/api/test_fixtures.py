@@ -293,7 +293,7 @@ def test_seed_command_loads_into_a_running_server(fx: RunningServer, c: httpx.Cl
     doc = {"sessions": [{"id": "from-cli", "source": "cron", "parent": "tg", "messages": [{"role": "user", "content": "x"}]}]}
     done = seed_cli(str(write(tmp_path / "s.json", doc)), "--home", str(fx.home))
     assert done.returncode == 0, done.stderr
-    assert "1 sessions, 1 messages" in done.stdout
+    assert "1 session, 1 message" in done.stdout
     assert c.get("/api/sessions/from-cli").json()["session"]["source"] == "cron"
     # Rejected whole: the valid first session is not written either; every problem is listed.
     bad = {"sessions": [{"id": "cli-ok"}, {"id": "tg"}, {"id": "cli-bad", "parent": "nobody"}]}

@@ -200,7 +200,7 @@ def test_seed_writes_the_herm_run_part_into_herm_run_db(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "hermes_server", "seed", "--home", str(home), str(fixture)],
                           capture_output=True, text=True, env=clean_env(), timeout=60)
     assert done.returncode == 0, done.stderr
-    assert "herm.run: 1 agents, 1 sessions into herm-run.db" in done.stdout
+    assert "herm.run: 1 agent, 1 session into herm-run.db" in done.stdout
     srv = start_herm_run(home)
     try:
         session = srv.client.get("/v1/sessions/hr-seeded").json()
