@@ -27,6 +27,7 @@ from hermes_server.testkit.client import (
     RequestRecord,
     called_or_raise,
     clock_body,
+    dialect_name,
     dialect_path,
     faults_body,
     key_leaks,
@@ -84,7 +85,7 @@ class AsyncDialectControl:
 
     def __init__(self, control: AsyncControlClient, dialect: str) -> None:
         self._control = control
-        self.dialect = dialect
+        self.dialect = dialect_name(dialect)
 
     async def set_session(self, session_id: str, *, status: str | None = None,
                           usage: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -213,9 +213,14 @@ def key_leaks(records: list[RequestRecord], secret: str | None) -> None:
         raise AssertionError(f"{len(leaks)} request(s) carried the key in the body or query:\n{lines}")
 
 
+def dialect_name(dialect: str) -> str:
+    """A dialect's name as its control routes spell it (`/_fixture/<name>/...`): one path segment."""
+    if not dialect or quote(dialect, safe="") != dialect:
+        raise ValueError(f"a dialect is named by one plain path segment, not {dialect!r}")
+    return dialect
+
+
 def dialect_path(dialect: str, session_id: str) -> str:
-    if not dialect or "/" in dialect:
-        raise ValueError(f"a dialect is named by one path segment, not {dialect!r}")
     return f"/_fixture/{dialect}/sessions/{quote(session_id, safe='')}"
 
 
@@ -286,7 +291,7 @@ class DialectControl:
 
     def __init__(self, control: FixtureClient, dialect: str) -> None:
         self._control = control
-        self.dialect = dialect
+        self.dialect = dialect_name(dialect)
 
     def set_session(self, session_id: str, *, status: str | None = None,
                     usage: Mapping[str, Any] | None = None) -> dict[str, Any]:

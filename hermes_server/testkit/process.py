@@ -312,7 +312,7 @@ class HermesServer:
             code = self._process.poll()
             if code is not None:
                 control.close()
-                if _port_taken(self.log_text(since)):
+                if not self._fixed_port and _port_taken(self.log_text(since)):
                     return False
                 raise HermesServerError(f"hermes-server exited with code {code} during start-up "
                                         f"({' '.join(self._command()[2:4])} ...):\n{self.log_text(since)}")
