@@ -47,6 +47,27 @@ def client(server: RunningServer):
     return server.client
 
 
+# Tiers of single tests in modules whose other tests are quick (a whole module says it with a
+# `pytestmark` line at its top). `make test-fast` leaves out slow, interop and container.
+TIERS: dict[str, tuple[str, ...]] = {
+    "tests/api/test_openapi.py::test_schemathesis_finds_no_5xx_and_no_schema_violation": ("slow",),
+    "tests/hermrun/test_openapi.py::test_schemathesis_finds_no_5xx_and_no_schema_violation_on_the_dialect": ("slow",),
+    "tests/reliability/test_heads.py::test_memory_does_not_grow_with_the_bytes_sent": ("slow",),
+    # The image fixture replays the Dockerfile's install into a venv (no Docker needed, but seconds).
+    "tests/test_container.py::test_replayed_install_is_exactly_the_lock": ("slow",),
+    "tests/test_container.py::test_image_runs_as_a_user_with_state_in_the_volume": ("slow",),
+    "tests/test_container.py::test_started_image_passes_its_healthcheck_and_the_compose_client": ("slow",),
+    "tests/api/test_storage.py::test_upstream_sessiondb_reads_and_writes_our_state_db": ("interop",),
+    "tests/reliability/test_other_processes.py::test_upstream_sessiondb_opening_and_closing_the_file": ("interop",),
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for name in TIERS.get(item.nodeid.split("[", 1)[0], ()):
+            item.add_marker(name)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     """With HERMES_UPSTREAM_VENV set (as `make test` does), an `interop` test that skips fails:

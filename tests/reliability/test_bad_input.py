@@ -32,6 +32,8 @@ from hermes_server.testing.routes import build_fixture_routes
 from tests.support.db import integrity, lineage_problems
 from tests.support.server import KEY, RunningServer, log_trouble, start_server
 
+pytestmark = pytest.mark.slow
+
 EXISTING = "bad-input-target"
 
 PATH_IDS = [

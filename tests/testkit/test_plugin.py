@@ -11,7 +11,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.testkit.support import inner_env, pid_gone, run_pytest, wait_gone, write_files
+
+pytestmark = pytest.mark.slow
 
 # Every generated test file records the server it saw: pid, port, home.
 RECORD = '''
