@@ -15,14 +15,27 @@ import pytest
 from tests.support.server import Lane, RunningServer, start_server
 
 
+def _module_lane(node: pytest.Module | None) -> bool:
+    return (node is not None and node.get_closest_marker("in_process") is not None
+            or os.environ.get("HERMES_TESTS_LANE") == "in_process")
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _server_lane(request: pytest.FixtureRequest) -> Iterator[None]:
     """The module's lane for `start_server`, set before any of its fixtures start a server
     (`HERMES_TESTS_LANE=in_process` puts every module in process: a way to find candidates)."""
-    Lane.in_process = (request.node.get_closest_marker("in_process") is not None
-                       or os.environ.get("HERMES_TESTS_LANE") == "in_process")
+    Lane.in_process = _module_lane(request.node)
     yield
     Lane.in_process = False
+
+
+@pytest.fixture(autouse=True)
+def _test_lane(request: pytest.FixtureRequest, _server_lane: None) -> Iterator[None]:
+    """A test marked `subprocess` in an in-process module starts its own servers as subprocesses."""
+    module_lane = _module_lane(request.node.getparent(pytest.Module))
+    Lane.in_process = module_lane and request.node.get_closest_marker("subprocess") is None
+    yield
+    Lane.in_process = module_lane
 
 
 @pytest.fixture(scope="module")
@@ -59,6 +72,9 @@ TIERS: dict[str, tuple[str, ...]] = {
     "tests/test_container.py::test_started_image_passes_its_healthcheck_and_the_compose_client": ("slow",),
     "tests/api/test_storage.py::test_upstream_sessiondb_reads_and_writes_our_state_db": ("interop",),
     "tests/reliability/test_other_processes.py::test_upstream_sessiondb_opening_and_closing_the_file": ("interop",),
+    # Tests of in_process modules that need their own server's process (exit status, start-up output).
+    "tests/api/test_agent_delay.py::test_bad_values_are_refused": ("subprocess",),
+    "tests/api/test_fixtures.py::test_serve_refuses_a_bad_fixture": ("subprocess",),
 }
 
 

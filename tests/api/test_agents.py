@@ -21,6 +21,8 @@ from tests.fake_openai import FakeOpenAI
 from tests.support.server import RunningServer, free_port, start_server
 from tests.support.sse import events, stream_chat
 
+pytestmark = pytest.mark.in_process
+
 
 # -- pure rules ------------------------------------------------------------------
 

@@ -12,6 +12,8 @@ from tests.support.db import database_opened, insert_message, insert_session, sq
 from tests.support.http import raw_request  # noqa: F401
 from tests.support.server import RunningServer
 
+pytestmark = pytest.mark.in_process
+
 INVALID_JSON = error(None, "Invalid JSON in request body")
 T0 = 1_700_000_000.0
 

@@ -9,6 +9,9 @@ from tests.support.db import database_opened, insert_message, insert_session  # 
 from tests.support.http import JSON_TYPE, raw_request  # noqa: F401
 from tests.support.http import error
 from tests.support.server import RunningServer
+import pytest
+
+pytestmark = pytest.mark.in_process
 
 T0 = 1_700_000_000.0
 KEYS = ["id", "session_id", "role", "content", "tool_call_id", "tool_calls", "tool_name", "timestamp",
