@@ -26,7 +26,7 @@ import atexit
 import shlex
 import signal
 import warnings
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -243,9 +243,10 @@ def _marked_faults(request: pytest.FixtureRequest) -> list[dict[str, Any]]:
     for mark in reversed(list(request.node.iter_markers("hermes_faults"))):
         for arg in mark.args:
             items = arg if isinstance(arg, (list, tuple)) else [arg]
-            if not all(isinstance(item, dict) for item in items):
-                pytest.fail("@pytest.mark.hermes_faults takes fault objects (dicts) or lists of them", pytrace=False)
-            out.extend(items)
+            if not all(isinstance(item, Mapping) for item in items):
+                pytest.fail("@pytest.mark.hermes_faults takes fault objects (dicts or Fault builders) or lists "
+                            "of them", pytrace=False)
+            out.extend(dict(item) for item in items)
     return out
 
 

@@ -145,6 +145,7 @@ class HermesServer:
         self.starts = 0
         self._dir: Path | None = None
         self._process: subprocess.Popen[bytes] | None = None
+        self._ended: subprocess.Popen[bytes] | None = None  # the last process stopped, for `process`
         self._control: FixtureClient | None = None
         self._http: httpx.Client | None = None
 
@@ -202,8 +203,8 @@ class HermesServer:
 
     @property
     def process(self) -> subprocess.Popen[bytes] | None:
-        """The running (or last) server process, for tests that signal or wait for it themselves."""
-        return self._process
+        """The running (or last stopped) server process, for tests that signal or wait for it themselves."""
+        return self._process or self._ended
 
     @property
     def pid(self) -> int | None:
@@ -347,6 +348,7 @@ class HermesServer:
         process, self._process = self._process, None
         if process is None:
             return None
+        self._ended = process
         if process.poll() is None:
             process.send_signal(sig)
             try:
