@@ -72,6 +72,8 @@ TIERS: dict[str, tuple[str, ...]] = {
     "tests/api/test_checkpoint.py::test_the_wal_stays_bounded_and_reaches_the_main_file": ("slow",),
     "tests/api/test_stream.py::test_shutdown_waits_for_running_turns": ("slow",),
     "tests/unit/test_list_windows.py::test_growing_windows_give_the_reference_page": ("slow",),
+    "tests/api/test_fixtures.py::test_seed_command_without_a_server_replace_and_yaml": ("slow",),
+    "tests/api/test_discovery.py::test_open_server_with_cors_reports_it": ("slow",),
     # The image fixture replays the Dockerfile's install into a venv (no Docker needed, but seconds).
     "tests/test_container.py::test_replayed_install_is_exactly_the_lock": ("slow",),
     "tests/test_container.py::test_image_runs_as_a_user_with_state_in_the_volume": ("slow",),
@@ -80,7 +82,7 @@ TIERS: dict[str, tuple[str, ...]] = {
     "tests/reliability/test_other_processes.py::test_upstream_sessiondb_opening_and_closing_the_file": ("interop",),
     # Tests of in_process modules that need their own server's process (exit status, start-up output).
     "tests/api/test_agent_delay.py::test_bad_values_are_refused": ("subprocess",),
-    "tests/api/test_fixtures.py::test_serve_refuses_a_bad_fixture": ("subprocess",),
+    "tests/api/test_fixtures.py::test_serve_refuses_a_bad_fixture": ("subprocess", "slow"),
 }
 
 
