@@ -25,13 +25,16 @@ import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from hermes_server.testkit import HermesServer, HermesServerError
 from hermes_server.testkit.process import free_port as _free_port
 from tests.support.db import integrity, lineage_problems, missing_sessions
+
+if TYPE_CHECKING:
+    from tests.support.inprocess import InProcessServer
 
 KEY = "test-key-0123456789abcdef"
 
@@ -60,7 +63,7 @@ class RunningServer:
     home: Path
     port: int
     key: str | None
-    launcher: Any  # HermesServer (subprocess) or InProcessServer
+    launcher: HermesServer | InProcessServer
     log_path: Path | None
     client: httpx.Client = field(init=False)
 
@@ -74,10 +77,9 @@ class RunningServer:
 
     @property
     def process(self) -> subprocess.Popen[bytes]:
-        if self.in_process:
+        if not isinstance(self.launcher, HermesServer) or self.launcher.process is None:
             raise RuntimeError("an in-process server has no process: start this one with in_process=False")
-        process: subprocess.Popen[bytes] = self.launcher.process
-        return process
+        return self.launcher.process
 
     @property
     def url(self) -> str:
@@ -96,10 +98,10 @@ class RunningServer:
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> int:
         """Stop the server we started (the process by PID, with `sig`) and wait for it."""
         self.client.close()
-        if self.in_process:
-            code: int = self.launcher.stop(timeout)
-            return code
-        return self.launcher.stop(timeout, sig)  # type: ignore[no-any-return]
+        if not isinstance(self.launcher, HermesServer):
+            return self.launcher.stop(timeout)
+        self.launcher.stop(timeout, sig)
+        return self.process.returncode  # the process we stopped, also when it had ended before
 
 
 def start_server(home: Path, *extra: str, key: str | None = KEY, env: dict[str, str] | None = None,
