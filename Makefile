@@ -9,7 +9,7 @@ export HERMES_HOME
 UPSTREAM_VENV := .venv-upstream
 UPSTREAM_STAMP := $(UPSTREAM_VENV)/.installed
 
-.PHONY: serve cli lint test test-container bench clean
+.PHONY: serve cli lint test test-fast test-container bench clean
 # `make serve PORT=9000 HOST=0.0.0.0`: passed on as --port/--host (else API_SERVER_PORT/HOST or 8642/127.0.0.1).
 PORT ?=
 HOST ?=
@@ -43,8 +43,16 @@ lint: $(STAMP)
 	$(BIN)/ruff check hermes_server tests tools benchmarks
 	$(BIN)/mypy
 
+# Both tiers run on two workers (one module per worker at a time: module-scoped servers stay
+# shared) and end with the 15 slowest tests. More pytest arguments: make test ARGS='-k fork -x'.
+PYTEST := $(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=15
+# The whole suite, real hermes-agent included (an interop test that skips fails the run here).
 test: $(STAMP) $(UPSTREAM_STAMP)
-	HERMES_UPSTREAM_VENV=$(CURDIR)/$(UPSTREAM_VENV) $(BIN)/python -m pytest -q
+	HERMES_UPSTREAM_VENV=$(CURDIR)/$(UPSTREAM_VENV) $(PYTEST) $(ARGS)
+
+# The inner loop: everything but the slow, interop and container tests (docs/pytest.md).
+test-fast: $(STAMP)
+	$(PYTEST) -m "not slow and not interop and not container" $(ARGS)
 
 # The image itself: build, start, healthcheck, lifecycle check, docker stop (needs a Docker
 # daemon; skipped with the reason without one). CONTAINER_BASE=image builds on a local base

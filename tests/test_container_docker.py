@@ -26,6 +26,8 @@ import pytest
 
 from tests.support.server import free_port
 
+pytestmark = [pytest.mark.container, pytest.mark.slow]
+
 ROOT = Path(__file__).resolve().parents[1]
 IMAGE = "hermes-server:test"
 DEFAULT_BASE = re.search(r"^ARG BASE=(\S+)", (ROOT / "Dockerfile").read_text(), re.M).group(1)

@@ -6,6 +6,7 @@ import argparse
 import ipaddress
 import signal
 import sys
+from typing import TYPE_CHECKING, Any
 
 from hermes_server import UPSTREAM_VERSION
 from hermes_server.cli.options import SERVE_OPTIONS, OptionError, resolve_all
@@ -14,6 +15,9 @@ from hermes_server.dialects import KNOWN
 from hermes_server.domain.keys import key_problem
 from hermes_server.families import FixtureParts
 from hermes_server.http.logs import configure_logging, say
+
+if TYPE_CHECKING:
+    import uvicorn
 
 
 def _is_loopback(host: str) -> bool:
@@ -80,6 +84,36 @@ def serving_line(settings: Settings) -> str:
     return line
 
 
+def uvicorn_config(app: Any, settings: Settings) -> uvicorn.Config:
+    """uvicorn's settings for this app: the one place they are chosen (the suite's in-process
+    servers use them too). Imported here, not at the top: `hermes-server --help` stays light."""
+    import uvicorn
+
+    from hermes_server.cli.transport import HeadLimits, protocol_for
+
+    return uvicorn.Config(
+        app,
+        log_level=settings.log_level,
+        # Our handler and format (configure_logging) for uvicorn's loggers too, and our
+        # access line instead of uvicorn's.
+        log_config=None,
+        access_log=False,
+        # Like upstream's aiohttp, take the client address and scheme from the socket, never
+        # from X-Forwarded-* (uvicorn trusts them from 127.0.0.1 by default), and skip that
+        # per-request header scan.
+        proxy_headers=False,
+        # On SIGTERM/SIGINT: stop accepting, let in-flight requests and streams finish for up
+        # to this long, then cancel them (app.py closes a cut stream with its last chunk);
+        # chat turns and state.db are closed last, in lifespan shutdown. uvicorn's annotation
+        # says int, but it waits with asyncio.wait_for, which takes fractions (--shutdown-grace 0.5).
+        timeout_graceful_shutdown=settings.shutdown_grace_seconds,  # type: ignore[arg-type]
+        lifespan="on",
+        # httptools with byte limits on the request head (cli/transport.py).
+        http=protocol_for(HeadLimits(settings.max_request_line, settings.max_header_bytes,
+                                     settings.max_head_bytes, settings.max_request_bytes)),
+    )
+
+
 def serve(args: argparse.Namespace) -> int:
     """Check everything, bind the socket, then say where it serves and run uvicorn on that socket."""
     import uvicorn
@@ -87,7 +121,6 @@ def serve(args: argparse.Namespace) -> int:
 
     from hermes_server.app import create_app
     from hermes_server.cli.listen import ListenError, bind
-    from hermes_server.cli.transport import HeadLimits, protocol_for
     from hermes_server.domain.errors import SchemaMismatch
     from hermes_server.store.migrate import check_existing
 
@@ -136,28 +169,7 @@ def serve(args: argparse.Namespace) -> int:
     # action would then kill the process (status -15) although nothing was lost; a clean stop
     # exits 0, as Ctrl-C does.
     signal.signal(signal.SIGTERM, _exit_after_shutdown)
-    config = uvicorn.Config(
-        app,
-        log_level=settings.log_level,
-        # Our handler and format (configure_logging) for uvicorn's loggers too, and our
-        # access line instead of uvicorn's.
-        log_config=None,
-        access_log=False,
-        # Like upstream's aiohttp, take the client address and scheme from the socket, never
-        # from X-Forwarded-* (uvicorn trusts them from 127.0.0.1 by default), and skip that
-        # per-request header scan.
-        proxy_headers=False,
-        # On SIGTERM/SIGINT: stop accepting, let in-flight requests and streams finish for up
-        # to this long, then cancel them (app.py closes a cut stream with its last chunk);
-        # chat turns and state.db are closed last, in lifespan shutdown. uvicorn's annotation
-        # says int, but it waits with asyncio.wait_for, which takes fractions (--shutdown-grace 0.5).
-        timeout_graceful_shutdown=settings.shutdown_grace_seconds,  # type: ignore[arg-type]
-        lifespan="on",
-        # httptools with byte limits on the request head (cli/transport.py).
-        http=protocol_for(HeadLimits(settings.max_request_line, settings.max_header_bytes,
-                                     settings.max_head_bytes, settings.max_request_bytes)),
-    )
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(uvicorn_config(app, settings))
     try:
         server.run(sockets=[sock])
     except KeyboardInterrupt:

@@ -3,8 +3,11 @@
 - `HermesServer`: start/stop a server subprocess (`with HermesServer() as srv: ...`).
 - `FixtureClient`: the control API (reset, seed, faults, request journal, clock) and
   assertions over the journal, for any server started with `--fixture-api`.
-- `hermes_server.testkit.plugin`: the pytest plugin (fixtures `hermes_server` and `hermes`),
-  registered through the package's `pytest11` entry point.
+- `AsyncControlClient`: the same calls over `httpx.AsyncClient`, awaited.
+- `HermesOptions`: what a server runs with (typed `serve` flags, plus any other as `flags`).
+- `Fault`: typed builders for fault objects (`Fault.status("session_get", 503, times=1)`).
+- `hermes_server.testkit.plugin`: the pytest plugin (fixtures `hermes_server`, `hermes`,
+  `hermes_options`, `make_hermes`), registered through the package's `pytest11` entry point.
 
 Nothing here is imported by the server, and nothing here imports the server: the kit talks
 to it over HTTP only. Names are loaded on first use, so that pytest (which loads the plugin
@@ -19,9 +22,11 @@ from typing import Any
 _EXPORTS = {
     "HermesServer": "process", "HermesServerError": "process",
     "FixtureClient": "client", "FixtureError": "client", "LoadResult": "client", "InstalledFault": "client",
-    "RequestRecord": "client", "ClockState": "client",
+    "RequestRecord": "client", "ClockState": "client", "FixtureDocumentError": "client", "Outcome": "client",
+    "DialectControl": "client", "AsyncControlClient": "aio", "HermesOptions": "options", "Fault": "faults",
+    "free_port": "process",
 }
-__all__ = sorted(_EXPORTS)
+__all__ = list(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:

@@ -6,6 +6,9 @@ Loaded through the package's `pytest11` entry point (disable with `-p no:hermes_
   a `HermesServer` with `base_url`, `api_key`, `headers`, `home`, `control` and `http`;
 - `hermes` (function): the same server, reset before the test (`POST /_fixture/reset`),
   then seeded and broken as the test's markers say;
+- `hermes_options` (session): the `HermesOptions` the session's server runs with; a
+  conftest.py overrides it; `make_hermes(**changes)` (function): a further server with those
+  options changed, one per option set, reset for the test;
 - `@pytest.mark.hermes_fixture("file.json" | {...})`: seed a fixture (a path is relative to
   the test file); `@pytest.mark.hermes_faults([...])`: install faults;
 - options and ini keys: `--hermes-agent`/`hermes_agent`, `--hermes-deterministic`/
@@ -23,20 +26,23 @@ import atexit
 import shlex
 import signal
 import warnings
+from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generator, Iterator
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from hermes_server.testkit.options import HermesOptions
 
 if TYPE_CHECKING:
     from hermes_server.testkit.process import HermesServer
 
 MARKERS = (
-    "hermes_fixture(document, ...): seed the `hermes` server with fixture documents "
-    "(dicts, or JSON/YAML paths relative to the test file) after its reset",
-    "hermes_faults(faults): install these faults (a list of fault objects, or one) on the `hermes` server "
-    "after its reset",
+    ("hermes_fixture(document, ...): seed the `hermes` server with fixture documents "
+     "(dicts, or JSON/YAML paths relative to the test file) after its reset"),
+    ("hermes_faults(faults): install these faults (a list of fault objects, or one) on the `hermes` server "
+     "after its reset"),
 )
 _REQUESTS_SHOWN = 50
 
@@ -83,7 +89,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[STATE] = _State()
 
 
-def _server_settings(config: pytest.Config) -> dict[str, Any]:
+def _server_settings(config: pytest.Config) -> HermesOptions:
     """Command line over ini, for each setting of the server."""
     agent = config.getoption("hermes_agent") or config.getini("hermes_agent") or None
     deterministic = config.getoption("hermes_deterministic")
@@ -93,12 +99,12 @@ def _server_settings(config: pytest.Config) -> dict[str, Any]:
         startup_timeout = float(timeout)
     except ValueError:
         raise pytest.UsageError(f"hermes_startup_timeout = {timeout!r} is not a number of seconds") from None
-    return {
-        "agent": agent,
-        "deterministic": bool(deterministic if deterministic is not None else config.getini("hermes_deterministic")),
-        "extra_args": shlex.split(serve_args) if serve_args is not None else list(config.getini("hermes_serve_args")),
-        "startup_timeout": startup_timeout,
-    }
+    return HermesOptions(
+        agent=agent,
+        deterministic=bool(deterministic if deterministic is not None else config.getini("hermes_deterministic")),
+        flags=tuple(shlex.split(serve_args) if serve_args is not None else config.getini("hermes_serve_args")),
+        startup_timeout=startup_timeout,
+    )
 
 
 def _restarts(config: pytest.Config) -> bool:
@@ -115,12 +121,19 @@ def _exit_text(code: int | None) -> str:
 
 
 @pytest.fixture(scope="session")
-def hermes_server(pytestconfig: pytest.Config) -> Iterator[HermesServer]:
+def hermes_options(pytestconfig: pytest.Config) -> HermesOptions:
+    """What the session's server runs with: the command line and ini. Override it in a conftest.py
+    (session scope) to give a directory's tests other flags, e.g. `HermesOptions(upstream_quirks=True)`."""
+    return _server_settings(pytestconfig)
+
+
+@pytest.fixture(scope="session")
+def hermes_server(pytestconfig: pytest.Config, hermes_options: HermesOptions) -> Iterator[HermesServer]:
     """One real hermes-server for this test process, stopped (and its directory removed) at the end."""
     from hermes_server.testkit.process import HermesServer
 
     state = pytestconfig.stash[STATE]
-    server = HermesServer(**_server_settings(pytestconfig))
+    server = HermesServer(hermes_options)
     state.server = server
     atexit.register(server.stop)  # for a runner that ends without tearing fixtures down
     try:
@@ -131,6 +144,58 @@ def hermes_server(pytestconfig: pytest.Config) -> Iterator[HermesServer]:
         server.stop()
         atexit.unregister(server.stop)
         state.server = None
+
+
+class _Servers:
+    """The extra servers of a session, one per option set, started on first use."""
+
+    def __init__(self) -> None:
+        self.by_options: dict[HermesOptions, HermesServer] = {}
+
+    def get(self, options: HermesOptions, state: _State) -> HermesServer:
+        from hermes_server.testkit.process import HermesServer
+
+        server = self.by_options.get(options)
+        if server is None or server.returncode is not None:
+            if server is not None:
+                server.stop()
+            server = self.by_options[options] = HermesServer(options)
+            atexit.register(server.stop)
+            server.start()
+            state.startups.append(server.startup_seconds or 0.0)
+        return server
+
+    def stop_all(self) -> None:
+        for server in self.by_options.values():
+            server.stop()
+            atexit.unregister(server.stop)
+        self.by_options.clear()
+
+
+@pytest.fixture(scope="session")
+def _hermes_servers() -> Iterator[_Servers]:
+    servers = _Servers()
+    try:
+        yield servers
+    finally:
+        servers.stop_all()
+
+
+@pytest.fixture
+def make_hermes(hermes_options: HermesOptions, _hermes_servers: _Servers,
+                pytestconfig: pytest.Config) -> Callable[..., HermesServer]:
+    """A factory: `make_hermes(upstream_quirks=True, flags=["--max-concurrent-runs", "1"])` is a server
+    with `hermes_options` changed so, reset (pass `reset=False` to keep its state). Servers are
+    shared by every test asking for the same options and stopped when the session ends."""
+    state = pytestconfig.stash[STATE]
+
+    def make(*, reset: bool = True, **changes: Any) -> HermesServer:
+        server = _hermes_servers.get(hermes_options.replace(**changes), state)
+        if reset:
+            server.control.reset()
+        return server
+
+    return make
 
 
 @pytest.fixture
@@ -178,9 +243,10 @@ def _marked_faults(request: pytest.FixtureRequest) -> list[dict[str, Any]]:
     for mark in reversed(list(request.node.iter_markers("hermes_faults"))):
         for arg in mark.args:
             items = arg if isinstance(arg, (list, tuple)) else [arg]
-            if not all(isinstance(item, dict) for item in items):
-                pytest.fail("@pytest.mark.hermes_faults takes fault objects (dicts) or lists of them", pytrace=False)
-            out.extend(items)
+            if not all(isinstance(item, Mapping) for item in items):
+                pytest.fail("@pytest.mark.hermes_faults takes fault objects (dicts or Fault builders) or lists "
+                            "of them", pytrace=False)
+            out.extend(dict(item) for item in items)
     return out
 
 
@@ -237,8 +303,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     died_now = server.returncode is not None and state.died_in is None
     if died_now:
         state.died_in = f"{item.nodeid} ({call.when})"
-        report.sections.append(("hermes-server", f"hermes-server {_exit_text(server.returncode)} during this test "
-                                                 f"({call.when}); see its log below"))
+        report.sections.append(("hermes-server", (f"hermes-server {_exit_text(server.returncode)} during this test "
+                                                  f"({call.when}); see its log below")))
     if report.failed or died_now:
         report.sections.append((f"hermes-server log ({call.when})", server.log_text(state.log_mark) or "(empty)"))
         if server.alive:

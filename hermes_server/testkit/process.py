@@ -19,12 +19,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Self
 
 import httpx
 
 from hermes_server.testkit.client import FixtureClient
+from hermes_server.testkit.options import HermesOptions
 
 DIR_PREFIX = "hermes-pytest-"
 OWNER_FILE = "owner.pid"
@@ -41,7 +43,8 @@ class HermesServerError(RuntimeError):
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as sock:
         sock.bind((host, 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
 
 
 def _alive(pid: int) -> bool:
@@ -104,26 +107,64 @@ def _port_taken(log: str) -> bool:
 
 class HermesServer:
     """A hermes-server subprocess: `base_url`, `api_key`, `headers`, `home`, a `control` client
-    for `/_fixture/`, and an `http` client for the API itself."""
+    for `/_fixture/`, and an `http` client for the API itself.
 
-    def __init__(self, *, agent: str | None = None, deterministic: bool = False, extra_args: Sequence[str] = (),
-                 api_key: str | None = None, host: str = "127.0.0.1", startup_timeout: float = 20.0,
-                 python: str | None = None, env: dict[str, str] | None = None) -> None:
-        self.api_key = api_key or "hermes-test-" + secrets.token_hex(16)
+    What it serves with comes from `options` (a `HermesOptions`) or the same fields as keywords
+    (`HermesServer(deterministic=True, upstream_quirks=True)`; keywords win). The rest is how it is
+    launched: a given `home` (default: a temporary one, removed on stop), `port` (default: a free
+    one, retried if taken meanwhile), `log_path`, `api_key` (default: generated) or `auth=False`
+    (`--no-auth`), `fixture_api=False` for a server without the control API (it is then ready when
+    `/health` answers 200), and `shutdown_grace` (None: the server's own default)."""
+
+    def __init__(self, options: HermesOptions | None = None, *, agent: str | None = None,
+                 deterministic: bool | None = None, extra_args: Sequence[str] = (),
+                 fixture: str | Path | None = None, upstream_quirks: bool | None = None,
+                 agent_script: str | Path | None = None, agent_delay: float | None = None,
+                 compress_after_messages: int | None = None, flags: Sequence[str] = (),
+                 api_key: str | None = None, auth: bool = True, fixture_api: bool = True,
+                 home: str | Path | None = None, port: int = 0, log_path: str | Path | None = None,
+                 host: str = "127.0.0.1", startup_timeout: float | None = None, python: str | None = None,
+                 env: Mapping[str, str] | None = None, shutdown_grace: float | None = 1.0) -> None:
+        given = {"agent": agent, "deterministic": deterministic, "fixture": fixture, "upstream_quirks": upstream_quirks,
+                 "agent_script": agent_script, "agent_delay": agent_delay,
+                 "compress_after_messages": compress_after_messages, "startup_timeout": startup_timeout}
+        base = options or HermesOptions()
+        self.options = base.replace(**{k: v for k, v in given.items() if v is not None},
+                                    flags=(*base.flags, *flags, *extra_args))
+        self.api_key = (api_key or "hermes-test-" + secrets.token_hex(16)) if auth else None
         self.host = host
-        self.agent = agent
-        self.deterministic = deterministic
-        self.extra_args = list(extra_args)
-        self.startup_timeout = startup_timeout
+        self.fixture_api = fixture_api
+        self.shutdown_grace = shutdown_grace
         self.python = python or sys.executable
-        self.env = env
-        self.port = 0
+        self.env = dict(env) if env is not None else None
+        self.port = port
+        self._fixed_port = bool(port)
+        self._given_home = Path(home) if home is not None else None
+        self._given_log = Path(log_path) if log_path is not None else None
         self.startup_seconds: float | None = None
         self.starts = 0
         self._dir: Path | None = None
         self._process: subprocess.Popen[bytes] | None = None
+        self._ended: subprocess.Popen[bytes] | None = None  # the last process stopped, for `process`
         self._control: FixtureClient | None = None
         self._http: httpx.Client | None = None
+
+    # The options under their old attribute names (a plugin or suite may read them).
+    @property
+    def agent(self) -> str | None:
+        return self.options.agent
+
+    @property
+    def deterministic(self) -> bool:
+        return self.options.deterministic
+
+    @property
+    def extra_args(self) -> list[str]:
+        return list(self.options.flags)
+
+    @property
+    def startup_timeout(self) -> float:
+        return self.options.startup_timeout
 
     def __repr__(self) -> str:
         where = self.base_url if self.port else "not started"
@@ -137,15 +178,15 @@ class HermesServer:
 
     @property
     def headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.api_key}"}
+        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
     @property
     def home(self) -> Path:
-        return self._workdir() / "home"
+        return self._given_home or self._workdir() / "home"
 
     @property
     def log_path(self) -> Path:
-        return self._workdir() / "server.log"
+        return self._given_log or self._workdir() / "server.log"
 
     @property
     def control(self) -> FixtureClient:
@@ -159,6 +200,11 @@ class HermesServer:
         if self._http is None:
             raise HermesServerError("the server is not started")
         return self._http
+
+    @property
+    def process(self) -> subprocess.Popen[bytes] | None:
+        """The running (or last stopped) server process, for tests that signal or wait for it themselves."""
+        return self._process or self._ended
 
     @property
     def pid(self) -> int | None:
@@ -190,7 +236,7 @@ class HermesServer:
 
     # -- lifecycle ----------------------------------------------------------
 
-    def start(self) -> HermesServer:
+    def start(self) -> Self:
         """Start the process and wait for its first answer on the control API."""
         if self.alive:
             return self
@@ -198,29 +244,31 @@ class HermesServer:
             sweep_orphans()
             self._dir = Path(tempfile.mkdtemp(prefix=DIR_PREFIX))
             (self._dir / OWNER_FILE).write_text(str(os.getpid()))
-        for attempt in range(_PORT_TRIES):
+        for attempt in range(1 if self._fixed_port else _PORT_TRIES):
             if not self.port or attempt:
                 self.port = free_port(self.host)
             if self._launch():
                 return self
         raise HermesServerError(f"hermes-server found no free port in {_PORT_TRIES} tries:\n{self.log_text()}")
 
-    def restart(self) -> HermesServer:
+    def restart(self) -> Self:
         """A new process over an empty home, on the same port when it is still free (so `base_url`
         stays valid); the log keeps what the previous process wrote."""
         self._end_process()
-        shutil.rmtree(self.home, ignore_errors=True)
+        if self._given_home is None:
+            shutil.rmtree(self.home, ignore_errors=True)
         return self.start()
 
-    def stop(self, timeout: float = 10.0) -> int | None:
-        """SIGTERM, then SIGKILL after `timeout`; removes the temporary directory. Safe to repeat."""
-        code = self._end_process(timeout)
+    def stop(self, timeout: float = 10.0, sig: int = signal.SIGTERM) -> int | None:
+        """`sig` (SIGTERM), then SIGKILL after `timeout`; removes the temporary directory (never a
+        given home or log). Safe to repeat."""
+        code = self._end_process(timeout, sig)
         if self._dir is not None:
             shutil.rmtree(self._dir, ignore_errors=True)
             self._dir = None
         return code
 
-    def __enter__(self) -> HermesServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -235,15 +283,17 @@ class HermesServer:
 
     def _command(self) -> list[str]:
         args = [self.python, "-m", "hermes_server", "serve", "--home", str(self.home), "--host", self.host,
-                "--port", str(self.port), "--api-key", self.api_key, "--fixture-api", "--shutdown-grace", "1"]
-        if self.agent:
-            args += ["--agent", self.agent]
-        if self.deterministic:
-            args.append("--deterministic")
-        return args + self.extra_args
+                "--port", str(self.port)]
+        args += ["--api-key", self.api_key] if self.api_key else ["--no-auth"]
+        if self.fixture_api:
+            args.append("--fixture-api")
+        if self.shutdown_grace is not None:
+            args += ["--shutdown-grace", f"{self.shutdown_grace:g}"]
+        return args + self.options.serve_args()
 
     def _environment(self) -> dict[str, str]:
         env = {k: v for k, v in (self.env if self.env is not None else os.environ).items() if k not in _OWNED_ENV}
+        env.update(self.options.env)
         env.setdefault("PYTHONUNBUFFERED", "1")
         return env
 
@@ -254,7 +304,7 @@ class HermesServer:
         with open(self.log_path, "ab") as log:
             self._process = subprocess.Popen(self._command(), stdout=log, stderr=subprocess.STDOUT,
                                              stdin=subprocess.DEVNULL, env=self._environment(),
-                                             preexec_fn=_die_with_parent())
+                                             preexec_fn=_die_with_parent())  # noqa: PLW1509 - prctl only
         (self._workdir() / SERVER_FILE).write_text(str(self._process.pid))
         self.starts += 1
         control = FixtureClient(self.base_url, self.api_key)
@@ -263,26 +313,34 @@ class HermesServer:
             code = self._process.poll()
             if code is not None:
                 control.close()
-                if _port_taken(self.log_text(since)):
+                if not self._fixed_port and _port_taken(self.log_text(since)):
                     return False
                 raise HermesServerError(f"hermes-server exited with code {code} during start-up "
                                         f"({' '.join(self._command()[2:4])} ...):\n{self.log_text(since)}")
             try:
-                control.clock.get()
-                break
+                if self._answers(control):
+                    break
             except httpx.TransportError:
-                if time.perf_counter() > deadline:
-                    control.close()
-                    self._end_process()
-                    raise HermesServerError(f"hermes-server did not answer within {self.startup_timeout} s:\n"
-                                            f"{self.log_text(since)}") from None
-                time.sleep(0.01)
+                pass
+            if time.perf_counter() > deadline:
+                control.close()
+                self._end_process()
+                raise HermesServerError(f"hermes-server did not answer within {self.startup_timeout} s:\n"
+                                        f"{self.log_text(since)}")
+            time.sleep(0.01)
         self.startup_seconds = time.perf_counter() - started
         self._control = control
         self._http = httpx.Client(base_url=self.base_url, headers=self.headers, timeout=30.0)
         return True
 
-    def _end_process(self, timeout: float = 10.0) -> int | None:
+    def _answers(self, control: FixtureClient) -> bool:
+        """Ready: the control API answers (with `--fixture-api`), else `/health` answers 200."""
+        if self.fixture_api:
+            control.clock.get()
+            return True
+        return httpx.get(f"{self.base_url}/health", timeout=0.5).status_code == 200
+
+    def _end_process(self, timeout: float = 10.0, sig: int = signal.SIGTERM) -> int | None:
         for client in (self._control, self._http):
             if client is not None:
                 client.close()
@@ -290,8 +348,9 @@ class HermesServer:
         process, self._process = self._process, None
         if process is None:
             return None
+        self._ended = process
         if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
+            process.send_signal(sig)
             try:
                 process.wait(timeout)
             except subprocess.TimeoutExpired:

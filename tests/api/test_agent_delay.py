@@ -13,6 +13,8 @@ import pytest
 from tests.fake_openai import FakeOpenAI
 from tests.support.server import start_server, start_with_script
 
+pytestmark = [pytest.mark.in_process, pytest.mark.slow]
+
 DELAY = 0.6
 
 

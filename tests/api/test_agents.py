@@ -22,6 +22,9 @@ from tests.support.http import create_session as create
 from tests.support.server import RunningServer, free_port, start_server
 from tests.support.sse import events, stream_chat
 
+pytestmark = pytest.mark.in_process
+
+
 # -- pure rules ------------------------------------------------------------------
 
 def test_echo_reply_depends_only_on_text_and_history_length() -> None:

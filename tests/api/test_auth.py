@@ -10,6 +10,8 @@ import pytest
 from tests.support.http import JSON_TYPE, raw_request
 from tests.support.server import KEY, RunningServer, start_server
 
+pytestmark = pytest.mark.in_process
+
 UNAUTHORIZED = {"error": {"message": "Invalid API key", "type": "invalid_request_error", "code": "invalid_api_key"}}
 
 # Every resource route, with a body where it reads one.

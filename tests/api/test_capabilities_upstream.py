@@ -18,6 +18,8 @@ import pytest
 from hermes_server.app import build_routes
 from tests.support.server import RunningServer, start_server
 
+pytestmark = pytest.mark.in_process
+
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "capabilities-0.19.0.json"
 # Named by the runs and responses routes (their Operations); false until those are served.
 RUNS_AND_RESPONSES = {

@@ -11,6 +11,8 @@ import pytest
 from tests.support.http import create_session
 from tests.support.server import RunningServer, start_server
 
+pytestmark = pytest.mark.in_process
+
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 TOOLSETS = Path(__file__).resolve().parents[2] / "hermes_server" / "data" / "toolsets-0.19.0.json"
 

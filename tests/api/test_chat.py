@@ -19,6 +19,8 @@ from tests.support.http import error, raw_request
 from tests.support.server import RunningServer, start_server
 from tests.support.sse import events, stream_chat
 
+pytestmark = pytest.mark.in_process
+
 SECURITY = {"content-security-policy", "x-frame-options", "x-content-type-options", "referrer-policy"}
 
 

@@ -26,6 +26,8 @@ import pytest
 from tests.support.http import JSON_TYPE, SECURITY_HEADERS, error, raw_request
 from tests.support.server import KEY, RunningServer, start_server, start_with_script
 
+pytestmark = pytest.mark.in_process
+
 PATH = "/v1/chat/completions"
 COMPLETION_ID = re.compile(r"chatcmpl-[0-9a-f]{29}")
 CONTINUATION_ID = re.compile(r"\d{8}_\d{6}_[0-9a-f]{6}")

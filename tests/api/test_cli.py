@@ -14,6 +14,8 @@ import pytest
 
 from tests.support.server import clean_env, free_port
 
+pytestmark = pytest.mark.slow
+
 GOOD_KEY = "cli-key-0123456789abcdef"
 
 

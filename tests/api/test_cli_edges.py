@@ -16,6 +16,8 @@ import pytest
 
 from tests.support.server import clean_env, free_port, start_server
 
+pytestmark = pytest.mark.slow
+
 GOOD_KEY = "cli-key-0123456789abcdef"
 
 

@@ -12,6 +12,8 @@ from tests.support.db import sql
 from tests.support.http import JSON_TYPE, error, raw_request
 from tests.support.server import RunningServer
 
+pytestmark = pytest.mark.in_process
+
 INVALID_ID = error("invalid_session_id", "Invalid session ID")
 TOO_LONG_ID = error("invalid_session_id", "Session ID too long")
 INVALID_JSON = error(None, "Invalid JSON in request body")

@@ -16,6 +16,8 @@ from tests.support.http import error
 from tests.support.server import RunningServer, start_server, start_with_script
 from tests.support.sse import parse_frames
 
+pytestmark = pytest.mark.in_process
+
 SECURITY = ("content-security-policy", "x-frame-options", "referrer-policy")
 TRANSPORT_ERRORS = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError, httpx.ConnectError)
 

@@ -22,6 +22,8 @@ from tests.support.db import session_row
 from tests.support.http import error
 from tests.support.server import RunningServer, start_server
 
+pytestmark = pytest.mark.in_process
+
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 MANIFEST = json.loads((FIXTURES / "seed_manifest.json").read_text())
 _spec = importlib.util.spec_from_file_location("make_fixtures", FIXTURES / "make_fixtures.py")

@@ -8,7 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.server import clean_env, free_port, start_server
+
+pytestmark = pytest.mark.slow
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:

@@ -21,6 +21,8 @@ import pytest
 from tests.support.server import RunningServer, start_server
 from tests.support.sse import stream_chat
 
+pytestmark = pytest.mark.in_process
+
 T0 = 1_800_000_000.0
 
 FIXTURE: dict[str, Any] = {

@@ -14,6 +14,8 @@ from tests.support.http import create_session as create
 from tests.support.http import error
 from tests.support.server import RunningServer
 
+pytestmark = pytest.mark.in_process
+
 SESSION_KEYS = [
     "id", "source", "user_id", "model", "title", "started_at", "ended_at", "end_reason", "message_count",
     "tool_call_count", "input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",

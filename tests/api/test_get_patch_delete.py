@@ -15,6 +15,8 @@ from tests.support.http import (
 )
 from tests.support.server import RunningServer
 
+pytestmark = pytest.mark.in_process
+
 INVALID_JSON = error(None, "Invalid JSON in request body")
 T0 = 1_700_000_000.0
 

@@ -14,6 +14,8 @@ import pytest
 
 from tests.support.server import KEY, RunningServer, clean_env, free_port, start_server
 
+pytestmark = pytest.mark.slow
+
 WARNING = "state.db cannot be opened at"
 
 

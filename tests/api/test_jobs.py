@@ -16,6 +16,8 @@ import pytest
 
 from tests.support.server import RunningServer, start_server
 
+pytestmark = pytest.mark.in_process
+
 JOB_KEYS = [
     "id", "name", "prompt", "skills", "skill", "model", "provider", "provider_snapshot", "model_snapshot",
     "base_url", "script", "no_agent", "context_from", "schedule", "schedule_display", "repeat", "enabled",

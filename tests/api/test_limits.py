@@ -9,6 +9,8 @@ import pytest
 from tests.support.http import JSON_TYPE, TEXT_TYPE, error, raw_request
 from tests.support.server import RunningServer
 
+pytestmark = pytest.mark.in_process
+
 LIMIT = 10_000_000
 TOO_LARGE = error("body_too_large", "Request body too large.")
 TOO_LARGE_BYTES = (b'{"error": {"message": "Request body too large.", "type": "invalid_request_error", '

@@ -15,6 +15,8 @@ from tests.support.db import database_opened, insert_message, insert_session, sq
 from tests.support.http import JSON_TYPE, raw_request
 from tests.support.server import RunningServer
 
+pytestmark = pytest.mark.in_process
+
 T0 = 1_700_000_000.0
 
 

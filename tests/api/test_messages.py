@@ -7,6 +7,9 @@ from typing import Any
 from tests.support.db import database_opened, insert_message, insert_session  # noqa: F401
 from tests.support.http import JSON_TYPE, error, raw_request
 from tests.support.server import RunningServer
+import pytest
+
+pytestmark = pytest.mark.in_process
 
 T0 = 1_700_000_000.0
 KEYS = ["id", "session_id", "role", "content", "tool_call_id", "tool_calls", "tool_name", "timestamp",

@@ -18,6 +18,8 @@ import pytest
 from tests.support.server import KEY, RunningServer, start_server, start_with_script
 from tests.support.sse import events, parse_frames, stream_chat
 
+pytestmark = pytest.mark.slow
+
 SECRETS = {
     "title": "TITLE-MARKER-7f3a",
     "prompt": "PROMPT-MARKER-91c2",

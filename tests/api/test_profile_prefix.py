@@ -8,6 +8,8 @@ import pytest
 from tests.support.http import error
 from tests.support.server import RunningServer
 
+pytestmark = pytest.mark.in_process
+
 
 def test_prefixed_routes_answer_like_the_plain_ones(server: RunningServer) -> None:
     c = server.client

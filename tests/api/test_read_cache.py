@@ -19,6 +19,8 @@ import pytest
 from tests.support.db import database_opened, insert_message, insert_session  # noqa: F401
 from tests.support.server import RunningServer, start_server
 
+pytestmark = pytest.mark.in_process
+
 T0 = 1_700_000_000.0
 
 

@@ -21,6 +21,8 @@ import pytest
 from tests.support.server import KEY, RunningServer, start_server
 from tests.support.sse import parse_frames
 
+pytestmark = pytest.mark.in_process
+
 DOC = Path(__file__).resolve().parents[2] / "docs" / "testing-connectors.md"
 
 # The first column of the two seed tables, verbatim.

@@ -1,20 +1,22 @@
 """response_store.db is upstream's: its own ResponseStore reads what hermes-server stored, and back.
 
-Skipped, with the reason, when the oracle venv (hermes-agent 0.19.0) is absent.
+Needs hermes-agent 0.19.0 (tests/support/upstream.py finds it: HERMES_UPSTREAM_VENV, which `make test`
+sets, then .venv-upstream/ or the oracle's venv); skipped with the reason without one, failed under
+`make test`.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from tests.support.server import start_server
+from tests.support.upstream import upstream_bin
 
-ORACLE_PY = Path(os.environ.get("ORACLE_VENV", "/tmp/hermes-oracle-venv")) / "bin" / "python"
+pytestmark = pytest.mark.interop
 
 # Run by upstream's interpreter: dump the schema, read our entry, store one of its own.
 UPSTREAM_SCRIPT = """
@@ -36,19 +38,21 @@ print(json.dumps({"schema": schema, "entry": entry}))
 """
 
 
-@pytest.mark.skipif(not ORACLE_PY.exists(), reason=f"upstream hermes-agent venv not found at {ORACLE_PY}")
 def test_upstream_reads_our_store_and_we_read_upstreams(tmp_path: Path) -> None:
+    # HERMES_UPSTREAM_VENV (set by make test) first, as for every interop test: under make test a
+    # missing venv fails instead of skipping.
+    upstream_python = upstream_bin("python")
     server = start_server(tmp_path / "home")
     try:
         ours = server.client.post("/v1/responses", json={"input": "from hermes-server", "instructions": "brief"})
         response_id = ours.json()["id"]
-        out = subprocess.run([str(ORACLE_PY), "-c", UPSTREAM_SCRIPT, str(server.home / "response_store.db"),
+        out = subprocess.run([str(upstream_python), "-c", UPSTREAM_SCRIPT, str(server.home / "response_store.db"),
                               response_id, str(tmp_path / "upstream.db")],
                              capture_output=True, text=True, timeout=120, cwd=tmp_path)
         assert out.returncode == 0, out.stderr[-2000:]
         seen = json.loads(out.stdout.strip().splitlines()[-1])
         ours_schema = subprocess.run(
-            [str(ORACLE_PY), "-c", "import json,sqlite3,sys; print(json.dumps([list(r) for r in sqlite3.connect("
+            [str(upstream_python), "-c", "import json,sqlite3,sys; print(json.dumps([list(r) for r in sqlite3.connect("
              "sys.argv[1]).execute('SELECT type, name, sql FROM sqlite_master ORDER BY name')]))",
              str(server.home / "response_store.db")], capture_output=True, text=True, timeout=60)
         assert json.loads(ours_schema.stdout) == seen["schema"]

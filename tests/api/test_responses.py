@@ -13,6 +13,8 @@ import pytest
 from tests.support.runs import RUN_SCRIPT
 from tests.support.server import KEY, RunningServer, start_with_script
 
+pytestmark = pytest.mark.in_process
+
 # The DDL upstream's store creates (sqlite_master keeps its layout), so a real Hermes home keeps working.
 STORE_SCHEMA = [
     ("responses", "CREATE TABLE responses (\n                response_id TEXT PRIMARY KEY,\n"

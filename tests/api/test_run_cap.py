@@ -8,9 +8,12 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.support.runs import submit, wait_status
 from tests.support.server import start_server
+
+pytestmark = pytest.mark.slow
 
 TOO_MANY = {"error": {"message": "Too many concurrent runs (max 10)", "type": "rate_limit_error", "param": None,
                       "code": "rate_limit_exceeded"}}

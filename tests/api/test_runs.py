@@ -14,6 +14,8 @@ from tests.support.db import session_row, sql
 from tests.support.runs import RUN_SCRIPT, names, read_events, submit, wait_status
 from tests.support.server import RunningServer, start_server, start_with_script
 
+pytestmark = pytest.mark.in_process
+
 STATUS_KEYS = ["object", "run_id", "status", "updated_at", "created_at", "session_id", "model"]
 
 

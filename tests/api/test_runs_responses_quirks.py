@@ -19,6 +19,8 @@ import pytest
 from tests.support.runs import RUN_SCRIPT, submit, wait_status
 from tests.support.server import RunningServer, start_server, start_with_script
 
+pytestmark = pytest.mark.in_process
+
 CRASH = (500, "text/plain; charset=utf-8", b"500 Internal Server Error\n\nServer got itself in trouble")
 MARK = "_db_persisted"
 

@@ -11,6 +11,8 @@ import pytest
 from tests.support.runs import names, read_events, submit, wait_status
 from tests.support.server import RunningServer, start_server
 
+pytestmark = pytest.mark.in_process
+
 TRANSPORT_ERRORS = (httpx.RemoteProtocolError, httpx.ReadError)
 
 

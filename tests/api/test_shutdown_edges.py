@@ -10,8 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.support.server import KEY, RunningServer, start_with_script
+
+pytestmark = pytest.mark.slow
 
 
 def _script(pause: float) -> dict[str, Any]:

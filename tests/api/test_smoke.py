@@ -1,6 +1,10 @@
 """End-to-end smoke: the README's first request sequence works on a fresh state.db."""
 
+import pytest
+
 from tests.support.server import RunningServer
+
+pytestmark = pytest.mark.in_process
 
 
 def test_create_list_get_delete(fresh_server: RunningServer) -> None:

@@ -26,6 +26,8 @@ from tests.support.http import error, raw_request
 from tests.support.server import KEY, RunningServer, clean_env, free_port, start_server
 from tests.support.upstream import upstream_bin
 
+pytestmark = pytest.mark.slow
+
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 UNAVAILABLE = error("session_db_unavailable", "Session database unavailable")
 _spec = importlib.util.spec_from_file_location("make_fixtures", FIXTURES / "make_fixtures.py")

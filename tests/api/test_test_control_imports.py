@@ -12,7 +12,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.server import KEY, clean_env, free_port
+
+pytestmark = pytest.mark.slow
 
 PROBE = r"""
 import json, os, signal, sys, threading, time, urllib.request

@@ -11,6 +11,8 @@ from tests.support.http import create_session
 from tests.support.server import RunningServer, start_server, start_with_script
 from tests.support.sse import events, stream_chat
 
+pytestmark = pytest.mark.in_process
+
 LONG = "<think>private musing</think>\n  " + "y" * 700
 SCRIPT = {"turns": [
     {"match": "tool", "steps": [

@@ -18,6 +18,8 @@ import pytest
 from tests.support.server import RunningServer, clean_env, start_server
 from tests.support.upstream import upstream_bin
 
+pytestmark = pytest.mark.interop
+
 SEEDED = {"sessions": [
     {"id": "chain", "source": "cli", "title": "Chain", "end_reason": "compression", "started_at": 1_800_000_000,
      "messages": [{"role": "user", "content": "long ago"}]},

@@ -24,6 +24,8 @@ from hermes_server.http.errors import ChunkedBodyTooLarge, UndecodableBearer
 from tests.support.http import create_session, raw_request
 from tests.support.server import RunningServer, start_server, start_with_script
 
+pytestmark = pytest.mark.in_process
+
 CRASH = (500, "text/plain; charset=utf-8", b"500 Internal Server Error\n\nServer got itself in trouble")
 SOURCE = Path(__file__).resolve().parents[2] / "hermes_server"
 

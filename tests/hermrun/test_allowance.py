@@ -9,8 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.hermrun.support import HermRunServer, error, start_herm_run
+
+pytestmark = pytest.mark.in_process
 
 T0 = 1893456000.0
 BASE = {"agentId": "agent_123", "subjectId": "user_1"}

@@ -8,6 +8,8 @@ import pytest
 
 from tests.hermrun.support import HermRunServer, error
 
+pytestmark = pytest.mark.in_process
+
 BASE = {"agentId": "agent_123", "subjectId": "user_1"}
 
 

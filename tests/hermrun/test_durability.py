@@ -10,6 +10,8 @@ import pytest
 
 from tests.hermrun.support import HermRunServer, start_herm_run
 
+pytestmark = pytest.mark.slow
+
 BASE = {"agentId": "agent_123", "subjectId": "user_1"}
 
 

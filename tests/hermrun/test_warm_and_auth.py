@@ -9,6 +9,8 @@ import pytest
 
 from tests.hermrun.support import KEY, HermRunServer, error, start_herm_run
 
+pytestmark = pytest.mark.in_process
+
 BASE = {"agentId": "agent_123", "subjectId": "user_123"}
 WARMED = {"object": "sandbox.warm", "status": "warming", "reason": None, "agentId": "agent_123",
           "subjectId": "user_123"}

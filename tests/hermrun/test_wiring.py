@@ -21,6 +21,8 @@ from tests.hermrun.support import KEY, HermRunServer, error, start_herm_run
 from tests.support.http import RawAnswer, raw_request
 from tests.support.server import RunningServer, clean_env, start_server
 
+pytestmark = pytest.mark.in_process
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 _spec = importlib.util.spec_from_file_location("make_fixtures", FIXTURES / "make_fixtures.py")
 assert _spec is not None and _spec.loader is not None

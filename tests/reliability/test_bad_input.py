@@ -32,6 +32,8 @@ from tests.hermrun.support import store_at
 from tests.support.db import integrity, lineage_problems
 from tests.support.server import KEY, RunningServer, log_trouble, start_server
 
+pytestmark = pytest.mark.slow
+
 EXISTING = "bad-input-target"
 
 PATH_IDS = [

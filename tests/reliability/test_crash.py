@@ -27,9 +27,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.support.db import integrity, lineage_problems, sql
 from tests.support.server import KEY, RunningServer, start_server
+
+pytestmark = pytest.mark.slow
 
 WORKERS = 4
 KILL_AFTER = (0.6, 1.0, 1.4)  # seconds of load before each SIGKILL

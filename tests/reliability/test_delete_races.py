@@ -27,6 +27,8 @@ from tests.support.db import sql
 from tests.support.http import envelope_problem
 from tests.support.server import RunningServer, assert_sound, start_with_script
 
+pytestmark = pytest.mark.slow
+
 OFFSETS_MS = [(k - 4) * 0.5 for k in range(24)]  # the delete from 2 ms before to 9.5 ms after
 ROUNDS = 3
 SOURCE_MESSAGES = 40

@@ -34,6 +34,8 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, initialize, invar
 from tests.support.db import integrity, lineage_problems, sql
 from tests.support.server import RunningServer, log_trouble, start_server
 
+pytestmark = pytest.mark.slow
+
 ROTATE_AFTER = 3
 TITLES = st.one_of(st.none(), st.sampled_from(["alpha", "beta", "alpha #2", "gamma"]))
 END_REASONS = st.sampled_from(["done", "client_closed", "compression"])

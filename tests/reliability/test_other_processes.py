@@ -23,9 +23,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.support.db import integrity, lineage_problems, sql
 from tests.support.server import KEY, RunningServer, log_trouble
+
+pytestmark = pytest.mark.slow
 
 LOCK_SECONDS = 3.0
 

@@ -17,6 +17,8 @@ import pytest
 from tests.support.db import sql
 from tests.support.server import RunningServer, assert_sound
 
+pytestmark = pytest.mark.slow
+
 CLIENTS = 50
 ROUNDS = 3
 

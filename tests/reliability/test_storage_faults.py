@@ -34,6 +34,8 @@ from tests.support.db import missing_sessions, sql
 from tests.support.http import envelope_problem
 from tests.support.server import RunningServer, assert_sound, start_server
 
+pytestmark = pytest.mark.slow
+
 FULL = "database or disk is full"
 IO_ERROR = "disk I/O error"
 READ_ONLY = "database is read-only"

@@ -1,7 +1,17 @@
 """Run a real hermes-server (uvicorn, loopback, ephemeral port, real state.db) for tests.
 
-Tests talk to it over real sockets with httpx; nothing is in-process, so streaming,
-shutdown and storage behave as they do for users.
+Two lanes, one API (`start_server` -> `RunningServer`):
+
+- a subprocess, launched by the project's own testkit (`hermes_server.testkit.HermesServer`):
+  for everything where the process matters (signals, exit codes, start-up output, its log,
+  `sys.modules`, SIGKILL, other processes on state.db, shutdown);
+- in process (tests/support/inprocess.py): the same app under real uvicorn on a thread, over a
+  loopback port, started in milliseconds: for contract tests. A test module opts in with
+  `pytestmark = pytest.mark.in_process`; then every `start_server` of the module (and the
+  `server`/`fresh_server` fixtures) runs in process unless it passes `in_process=False`.
+
+Either way tests talk to it over real sockets with httpx, so streaming, disconnects and
+storage behave as they do for users.
 """
 
 from __future__ import annotations
@@ -10,20 +20,29 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
-import sys
 import tempfile
-import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from hermes_server.testkit import HermesServer, HermesServerError
+from hermes_server.testkit.process import free_port as _free_port
 from tests.support.db import integrity, lineage_problems, missing_sessions
 
+if TYPE_CHECKING:
+    from tests.support.inprocess import InProcessServer
+
 KEY = "test-key-0123456789abcdef"
+
+
+class Lane:
+    """Whether `start_server` runs servers in process when not told: set per module by conftest.py."""
+
+    in_process = False
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -34,25 +53,33 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    return _free_port("127.0.0.1")
 
 
 @dataclass
 class RunningServer:
-    """A hermes-server process and a client bound to it."""
+    """A hermes-server (a subprocess, or in process) and a client bound to it."""
 
     home: Path
     port: int
     key: str | None
-    process: subprocess.Popen
-    log_path: Path
+    launcher: HermesServer | InProcessServer
+    log_path: Path | None
     client: httpx.Client = field(init=False)
 
     def __post_init__(self) -> None:
         headers = {"Authorization": f"Bearer {self.key}"} if self.key else {}
         self.client = httpx.Client(base_url=self.url, headers=headers, timeout=30.0)
+
+    @property
+    def in_process(self) -> bool:
+        return not isinstance(self.launcher, HermesServer)
+
+    @property
+    def process(self) -> subprocess.Popen[bytes]:
+        if not isinstance(self.launcher, HermesServer) or self.launcher.process is None:
+            raise RuntimeError("an in-process server has no process: start this one with in_process=False")
+        return self.launcher.process
 
     @property
     def url(self) -> str:
@@ -63,46 +90,44 @@ class RunningServer:
         return self.home / "state.db"
 
     def log(self) -> str:
+        if self.log_path is None:
+            raise RuntimeError("an in-process server logs into the test process, not a log of its own: "
+                               "start this one with in_process=False")
         return self.log_path.read_text(errors="replace")
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 15.0) -> int:
-        """Stop the process we started (by PID) and wait for it."""
+        """Stop the server we started (the process by PID, with `sig`) and wait for it."""
         self.client.close()
-        if self.process.poll() is None:
-            self.process.send_signal(sig)
-            try:
-                self.process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(5)
-        return self.process.returncode
+        if not isinstance(self.launcher, HermesServer):
+            return self.launcher.stop(timeout)
+        self.launcher.stop(timeout, sig)
+        return self.process.returncode  # the process we stopped, also when it had ended before
 
 
 def start_server(home: Path, *extra: str, key: str | None = KEY, env: dict[str, str] | None = None,
-                 port: int | None = None, wait: float = 20.0) -> RunningServer:
-    """Start `hermes-server serve` and wait until /health answers."""
+                 port: int | None = None, wait: float = 20.0, in_process: bool | None = None) -> RunningServer:
+    """Start `hermes-server serve` and wait until /health answers (in process: see the module doc)."""
+    if in_process if in_process is not None else Lane.in_process:
+        from tests.support.inprocess import InProcessServer
+
+        port = port or free_port()
+        args = ["--home", str(home), "--host", "127.0.0.1", "--port", str(port)]
+        args += [*(["--api-key", key] if key else ["--no-auth"]), *extra]
+        return RunningServer(home, port, key, InProcessServer(args, env).start(wait), None)
     port = port or free_port()
-    args = [sys.executable, "-m", "hermes_server", "serve", "--home", str(home), "--host", "127.0.0.1",
-            "--port", str(port)]
-    args += ["--api-key", key] if key else ["--no-auth"]
-    args += list(extra)
     # Beside the home, unless the home is deliberately unusable (below a file, not yet created).
     log_dir = home.parent if home.parent.is_dir() else Path(tempfile.mkdtemp(prefix="hermes-server-log-"))
     log_path = log_dir / f"server-{port}.log"
-    run_env = clean_env(**(env or {}))
-    log_file = open(log_path, "wb")
-    process = subprocess.Popen(args, stdout=log_file, stderr=subprocess.STDOUT, env=run_env)
-    deadline = time.monotonic() + wait
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"hermes-server exited with {process.returncode}:\n{log_path.read_text()}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=0.5).status_code == 200:
-                return RunningServer(home, port, key, process, log_path)
-        except httpx.HTTPError:
-            time.sleep(0.05)
-    process.kill()
-    raise RuntimeError(f"hermes-server did not answer within {wait}s:\n{log_path.read_text()}")
+    log_path.unlink(missing_ok=True)
+    launcher = HermesServer(home=home, port=port, log_path=log_path, api_key=key, auth=key is not None,
+                            fixture_api=False, shutdown_grace=None, flags=extra, env=clean_env(**(env or {})),
+                            startup_timeout=wait)
+    try:
+        launcher.start()
+    except HermesServerError:  # a RuntimeError, with the exit code and the server's log
+        launcher.stop()
+        raise
+    return RunningServer(home, port, key, launcher, log_path)
 
 
 def start_with_script(home: Path, script: Any, *extra: str, **kwargs: Any) -> RunningServer:

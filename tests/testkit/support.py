@@ -29,10 +29,17 @@ class Run:
         return sorted(self.tmpdir.glob(f"{DIR_PREFIX}*"))
 
 
-def inner_env(tmpdir: Path) -> dict[str, str]:
+REPO = Path(__file__).resolve().parents[2]
+
+
+def inner_env(tmpdir: Path, *, checkout: bool = False) -> dict[str, str]:
+    """This environment without this suite's variables; with `checkout`, this checkout's package
+    first on the path (the installed one may be another checkout's: a worktree's, say)."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PYTEST_", "HERMES_", "API_SERVER_", "COV_")) and k != "PYTHONPATH"}
     env["TMPDIR"] = str(tmpdir)
+    if checkout:
+        env["PYTHONPATH"] = str(REPO)
     return env
 
 
@@ -45,14 +52,15 @@ def write_files(root: Path, files: dict[str, str]) -> None:
 
 def run_pytest(root: Path, files: dict[str, str], *args: str, python: str = sys.executable,
                timeout: float = 120.0) -> Run:
-    """Write `files` under `root` and run `python -m pytest` there (no cache, our own TMPDIR)."""
+    """Write `files` under `root` and run `python -m pytest` there (no cache, our own TMPDIR), with
+    this checkout's hermes-server when `python` is this interpreter (else the one installed there)."""
     write_files(root, files)
     tmpdir = root / "tmp"
     tmpdir.mkdir(exist_ok=True)
     started = time.perf_counter()
-    out = subprocess.run([python, "-m", "pytest", "-p", "no:cacheprovider", "-rA", *args], cwd=root,
-                         capture_output=True, text=True, timeout=timeout, env=inner_env(tmpdir),
-                         stdin=subprocess.DEVNULL)
+    env = inner_env(tmpdir, checkout=python == sys.executable)
+    out = subprocess.run([python, "-m", "pytest", "-p", "no:cacheprovider", "-rA", *args], cwd=root, check=False,
+                         capture_output=True, text=True, timeout=timeout, env=env, stdin=subprocess.DEVNULL)
     return Run(out.returncode, out.stdout + out.stderr, time.perf_counter() - started, tmpdir)
 
 

@@ -11,7 +11,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.testkit.support import inner_env, pid_gone, run_pytest, wait_gone, write_files
+
+pytestmark = pytest.mark.slow
 
 # Every generated test file records the server it saw: pid, port, home.
 RECORD = '''
@@ -254,7 +258,7 @@ def test_a_killed_runner_takes_its_server_along_and_the_next_run_sweeps_its_dire
     tmpdir = tmp_path / "tmp"
     tmpdir.mkdir()
     runner = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q"], cwd=tmp_path,
-                              env=inner_env(tmpdir), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                              env=inner_env(tmpdir, checkout=True), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 30
         while not servers(tmp_path) and time.monotonic() < deadline:
@@ -286,3 +290,38 @@ def test_the_readme_example_passes(tmp_path: Path) -> None:
     example = section.split("```python\n", 1)[1].split("```", 1)[0]
     run = run_pytest(tmp_path, {"test_readme.py": example}, "-q")
     assert run.returncode == 0 and "1 passed" in run.output, run.output
+
+
+OPTIONS_FIXTURE = RECORD + '''
+import pytest
+from hermes_server.testkit import Fault, HermesOptions
+
+
+@pytest.fixture(scope="session")
+def hermes_options():
+    return HermesOptions(deterministic=True, flags=("--model-name", "from-conftest"))
+
+
+@pytest.mark.hermes_faults(Fault.status("session_get", 503, times=1))
+def test_the_overridden_options_and_a_typed_fault(hermes):
+    record(hermes)
+    assert hermes.control.clock.get().deterministic
+    assert hermes.http.get("/v1/models").json()["data"][0]["id"] == "from-conftest"
+    assert hermes.http.get("/api/sessions/x").status_code == 503
+
+
+def test_make_hermes_gives_one_more_server_per_option_set(hermes, make_hermes):
+    quirks = make_hermes(upstream_quirks=True)
+    record(quirks)
+    assert quirks.pid != hermes.pid and make_hermes(upstream_quirks=True).pid == quirks.pid
+    assert "--upstream-quirks" in quirks.options.serve_args() and quirks.options.deterministic
+    quirks.http.post("/api/sessions", json={"id": "kept"})
+    assert make_hermes(upstream_quirks=True).http.get("/api/sessions/kept").status_code == 404  # reset
+'''
+
+
+def test_options_fixture_and_server_factory(tmp_path: Path) -> None:
+    run = run_pytest(tmp_path, {"test_factory.py": OPTIONS_FIXTURE}, "-q")
+    assert run.returncode == 0, run.output
+    assert "2 passed" in run.output and "hermes-server: 2 starts" in run.output
+    assert_clean(tmp_path, run)

@@ -12,7 +12,11 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.testkit.support import inner_env, run_pytest
+
+pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -77,6 +81,10 @@ def test_a_scratch_project_uses_the_plugin_under_pytest_and_xdist(tmp_path: Path
     assert parallel.returncode == 0, parallel.output
     assert "5 passed" in parallel.output and "hermes-server: 2 starts" in parallel.output
     assert not list(project.rglob("conftest.py"))
+    # The wheel ships the PEP 561 marker, so a connector's mypy or pyright sees the kit's types.
+    where = subprocess.run([python, "-c", "import hermes_server.testkit as kit; print(kit.__file__)"],
+                           capture_output=True, text=True, timeout=60, check=True, env=inner_env(tmp_path))
+    assert (Path(where.stdout.strip()).parent / "py.typed").is_file()
     assert serial.leftovers() == [] and parallel.leftovers() == []
     print(f"\nscratch project: venv + install {installed:.1f} s, pytest {serial.seconds:.1f} s, "
           f"pytest -n 2 {parallel.seconds:.1f} s")

@@ -23,6 +23,8 @@ from hermes_server.store import db as store_db
 from hermes_server.store import listing, migrate
 from hermes_server.store.listing import fast_page_ids, reference_page_ids
 
+pytestmark = pytest.mark.slow
+
 SOURCES = ("api_server", "cli", "tool")
 MODEL_CONFIGS = (
     None, None, None, "{}", '{"_branched_from": "x"}', '{"_delegate_from": "x"}',
