@@ -16,7 +16,7 @@ from tests.support.server import Lane, RunningServer, start_server
 
 
 def _module_lane(node: pytest.Module | None) -> bool:
-    return (node is not None and node.get_closest_marker("in_process") is not None
+    return ((node is not None and node.get_closest_marker("in_process") is not None)
             or os.environ.get("HERMES_TESTS_LANE") == "in_process")
 
 

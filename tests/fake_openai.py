@@ -38,7 +38,7 @@ def _last_user_text(messages: list[dict[str, Any]]) -> str:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: "_Server"
+    server: _Server
 
     def log_message(self, *args: Any) -> None:  # quiet
         return
@@ -111,7 +111,7 @@ class FakeOpenAI:
     def requests(self) -> list[dict[str, Any]]:
         return self.server.requests
 
-    def __enter__(self) -> "FakeOpenAI":
+    def __enter__(self) -> FakeOpenAI:
         self.thread.start()
         return self
 

@@ -7,7 +7,8 @@ the table once, when the app is built, with the deviations the quirks switch on.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from starlette.responses import Response
 

@@ -17,7 +17,14 @@ from starlette.responses import Response
 
 from hermes_server.domain.errors import DatabaseUnavailable
 from hermes_server.hermrun.errors import (
-    HermRunError, InvalidState, NotFound, PayloadTooLarge, RateLimited, Unauthorized, Unavailable, ValidationFailed,
+    HermRunError,
+    InvalidState,
+    NotFound,
+    PayloadTooLarge,
+    RateLimited,
+    Unauthorized,
+    Unavailable,
+    ValidationFailed,
 )
 from hermes_server.http.errors import ApiError, ErrorMap, InjectedStatus
 from hermes_server.http.responses import ExactResponse

@@ -317,12 +317,12 @@ def apply(conn: sqlite3.Connection, fixture: HermRunFixture, replace: bool) -> L
         if seed.id in taken:
             problems.append(Problem(child(seed.path, "id"), f"session {seed.id!r} already exists in herm-run.db"))
             continue
-        agent = sql.find_agent(conn, seed.columns["agent_id"])
-        if agent is None:
+        found = sql.find_agent(conn, seed.columns["agent_id"])
+        if found is None:
             problems.append(Problem(child(seed.path, "agentId"),
                                     f"unknown agent {seed.columns['agent_id']!r}: not in the fixture or herm-run.db"))
             continue
-        version = _resolve(agent, seed)
+        version = _resolve(found, seed)
         if isinstance(version, Problem):
             problems.append(version)
         else:

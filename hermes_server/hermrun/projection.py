@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -57,7 +57,7 @@ def session_object(row: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def list_object(rows: list[Mapping[str, Any]], limit: int, offset: int, has_more: bool) -> dict[str, Any]:
+def list_object(rows: Sequence[Mapping[str, Any]], limit: int, offset: int, has_more: bool) -> dict[str, Any]:
     """One page of sessions, newest first."""
     return {"object": "list", "data": [session_object(r) for r in rows], "limit": limit, "offset": offset,
             "hasMore": has_more}

@@ -13,7 +13,8 @@ answered in herm.run's own envelope: never a 500.
 from __future__ import annotations
 
 import hmac
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 from urllib.parse import parse_qsl
 
 from starlette.requests import Request

@@ -15,7 +15,7 @@ import json
 import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hermes_server.domain.errors import SchemaMismatch
 from hermes_server.hermrun.errors import NotFound
@@ -35,7 +35,6 @@ from hermes_server.hermrun.rules import (
     session_id,
     take_conversation,
 )
-from hermes_server.domain.errors import SchemaMismatch
 from hermes_server.store.db import Database, DatabaseFactory, fetch_dicts, loop_read
 
 FILE_NAME = "herm-run.db"

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import hmac
-from typing import Callable
+from collections.abc import Callable
 
 from starlette.requests import Request
 
-from hermes_server.http.errors import UndecodableBearer, Unauthorized
+from hermes_server.http.errors import Unauthorized, UndecodableBearer
 
 
 def raw_header(request: Request, name: bytes) -> bytes | None:

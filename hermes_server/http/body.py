@@ -14,7 +14,8 @@ request is over, and nobody is left to answer.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from starlette.requests import ClientDisconnect, Request
 
@@ -59,7 +60,7 @@ async def read_json_value(request: Request, invalid: Callable[[], ApiError] = in
     raw = await read_body(request)
     try:
         return json.loads(raw.decode(charset(request)))
-    except Exception:  # any decode/parse failure, RecursionError included, is "Invalid JSON"
+    except Exception:  # noqa: BLE001 - any decode/parse failure, RecursionError included, is "Invalid JSON"
         raise invalid() from None
 
 

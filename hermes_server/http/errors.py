@@ -10,7 +10,8 @@ The product's own table (which error gets which answer) is `api/errors.py`.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from starlette.responses import Response
 

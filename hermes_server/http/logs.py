@@ -79,7 +79,7 @@ def configure_logging(level: str = "info", fmt: str = "text") -> None:
     logging.logThreads = False
     logging.logProcesses = False
     logging.logMultiprocessing = False
-    logging._srcfile = None
+    logging._srcfile = None  # noqa: SLF001 - the documented way to skip the caller lookup per record
 
 
 def new_request_id() -> str:

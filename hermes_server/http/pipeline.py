@@ -20,7 +20,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 from urllib.parse import quote
 
 from starlette.requests import Request
@@ -191,14 +192,14 @@ class Pipeline:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
             else:
                 await PlainTextResponse(SERVER_ERROR_TEXT, 500)({"type": "http"}, _no_receive, send)
-        except Exception:  # noqa: BLE001 - the client is gone; nothing more to tell it
+        except Exception:
             log.debug("could not finish a response", exc_info=True)
 
     @staticmethod
     async def _shutting_down(send: Send) -> None:
         try:
             await SHUTTING_DOWN.response()({"type": "http"}, _no_receive, send)
-        except Exception:  # noqa: BLE001 - the client is gone; nothing more to tell it
+        except Exception:
             log.debug("could not answer a request cut by shutdown", exc_info=True)
 
     async def dispatch(self, request: Request) -> tuple[Response, Route | None]:

@@ -8,6 +8,7 @@ Connectors that compare raw bytes see the same bytes from us.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from starlette.responses import Response
@@ -42,7 +43,7 @@ class ExactResponse(Response):
     # Each subclass names its exact Content-Type.
     media_type: str
     # Raw headers sent after Content-Length and before the extras (none here).
-    fixed_headers: list[tuple[bytes, bytes]] = []
+    fixed_headers: Sequence[tuple[bytes, bytes]] = ()
 
     def init_headers(self, headers: Any = None) -> None:
         """Build raw headers: exact Content-Type, Content-Length, the fixed ones, then the extras."""

@@ -11,8 +11,9 @@ enforces (its security scheme).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from hermes_server.http.paths import path_safe, segment_value
 
@@ -84,7 +85,7 @@ class Route:
         if len(segments) != len(self.parts):
             return None
         params: dict[str, str] = {}
-        for pattern, raw in zip(self.parts, segments):
+        for pattern, raw in zip(self.parts, segments, strict=True):
             if pattern.startswith("{"):
                 # aiohttp's `{name}` pattern is `[^{}/]+` on the path_safe text.
                 if not raw or "{" in raw or "}" in raw:

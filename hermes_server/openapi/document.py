@@ -7,7 +7,8 @@ describes a path twice. `/v1/capabilities` reads the same operations.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from hermes_server import UPSTREAM_VERSION, __version__
 from hermes_server.http.routing import Operation, Route

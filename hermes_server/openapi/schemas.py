@@ -6,11 +6,11 @@ defined here; `openapi/document.py` turns the served route table into the docume
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from hermes_server.openapi.jobs_schemas import JOBS_PARAMETERS, JOBS_RESPONSES, JOBS_SCHEMAS
 from hermes_server.openapi.runs_schemas import RUN_PARAMETERS, RUN_RESPONSES, RUN_SCHEMAS
-
 
 # The managed-cron fire webhook's own scheme: a bearer token the cron service mints, not the API key.
 FIRE_TOKEN = "fireToken"

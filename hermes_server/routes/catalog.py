@@ -24,8 +24,8 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from hermes_server.context import AppContext
 from hermes_server.api.errors import InvalidFireToken
+from hermes_server.context import AppContext
 from hermes_server.http.errors import ApiError
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Method, Operation, Route
@@ -68,7 +68,7 @@ def _front_matter(text: str) -> tuple[dict[str, Any], str]:
 
         parsed = yaml.safe_load(header)
         return (parsed if isinstance(parsed, dict) else {}), body
-    except Exception:  # no PyYAML, or YAML it refuses: the simple reading, as Hermes falls back to
+    except Exception:  # noqa: BLE001 - no PyYAML, or YAML it refuses: the simple reading, as Hermes falls back to
         fields: dict[str, Any] = {}
         for line in header.strip().split("\n"):
             key, sep, value = line.partition(":")

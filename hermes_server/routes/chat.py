@@ -15,11 +15,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from hermes_server.agents.base import AgentEvent, Delta, Progress, ToolEvent
+from hermes_server.api.session_key import session_key
 from hermes_server.chat.turn import ChatTurn, answer, run_turn
 from hermes_server.context import AppContext
 from hermes_server.domain.content import extract_user_message, system_instruction
 from hermes_server.domain.redact import redact
-from hermes_server.api.session_key import session_key
 from hermes_server.http.body import read_json_object
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Method, Operation, Route

@@ -10,8 +10,8 @@ from urllib.parse import parse_qsl
 
 from starlette.requests import Request
 
-from hermes_server.context import AppContext
 from hermes_server.api.errors import session_not_found
+from hermes_server.context import AppContext
 from hermes_server.store import sessions
 
 # Chat reads X-Hermes-Session-Key and answers with X-Hermes-Session-Id, so serving it

@@ -27,6 +27,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from hermes_server.agents.base import AgentEvent, Delta, ToolEvent
+from hermes_server.api.errors import crashing_non_object
+from hermes_server.api.session_key import session_key
 from hermes_server.chat.turn import ChatTurn, answer, run_turn, settle
 from hermes_server.context import AppContext
 from hermes_server.domain.errors import CompletionFailed
@@ -38,12 +40,10 @@ from hermes_server.domain.openai_messages import (
     request_fingerprint,
 )
 from hermes_server.domain.redact import redact
-from hermes_server.api.session_key import session_key
+from hermes_server.domain.usage import Usage
 from hermes_server.http.auth import raw_header
 from hermes_server.http.body import read_json_object
-from hermes_server.api.errors import crashing_non_object
 from hermes_server.http.errors import ApiError
-from hermes_server.domain.usage import Usage
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Method, Operation, Route
 from hermes_server.http.sse import EventQueue, data_frame, event_frame, sse_response

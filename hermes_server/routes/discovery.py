@@ -10,15 +10,16 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
 from hermes_server import UPSTREAM_VERSION
-from hermes_server.domain import readiness
 from hermes_server.context import AppContext
+from hermes_server.domain import readiness
 from hermes_server.domain.errors import DatabaseUnavailable, SchemaMismatch
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Method, Operation, Route

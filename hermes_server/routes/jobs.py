@@ -9,8 +9,9 @@ strings; create answers 200, not 201, as 0.19.0 does.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -87,7 +88,10 @@ async def _apply(ctx: AppContext, job_id: str, updates: Callable[[dict[str, Any]
     def edit(stored: Jobs) -> tuple[Jobs | None, dict[str, Any] | None]:
         for index, job in enumerate(stored):
             if job["id"] == job_id:
-                changed = guarded(lambda: jobs.updated(job, updates(job), now))
+                def change(job: dict[str, Any] = job) -> dict[str, Any]:
+                    return jobs.updated(job, updates(job), now)
+
+                changed = guarded(change)
                 return [*stored[:index], changed, *stored[index + 1:]], jobs.readable(changed)
         return None, None
 

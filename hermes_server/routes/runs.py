@@ -9,11 +9,14 @@ tool's approval request while it is live. What a run keeps and for how long is i
 from __future__ import annotations
 
 import asyncio
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
+from hermes_server.api.errors import crashing_non_object, invalid_field
+from hermes_server.api.session_key import session_key
 from hermes_server.chat.runs import APPROVAL_CHOICES, RunSpec, run_in_background
 from hermes_server.chat.slots import Admission
 from hermes_server.context import AppContext
@@ -21,14 +24,12 @@ from hermes_server.domain.openai_messages import request_bool
 from hermes_server.domain.response_history import model_turn
 from hermes_server.domain.run_input import parse_run_input
 from hermes_server.domain.titles import has_lone_surrogate
-from hermes_server.api.session_key import session_key
 from hermes_server.http.body import read_json_object
-from hermes_server.api.errors import crashing_non_object, invalid_field
 from hermes_server.http.errors import ApiError
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Method, Operation, Route
-from hermes_server.openapi.schemas import AUTH_ERRORS
 from hermes_server.http.sse import KEEPALIVE_FRAME, data_frame, sse_response
+from hermes_server.openapi.schemas import AUTH_ERRORS
 
 STREAM_CLOSED_FRAME = b": stream closed\n\n"
 # A subscriber may come a moment before its run is registered: the events route waits this long.

@@ -7,19 +7,19 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from hermes_server.api.deviations import CrashingInput, LongCreateTitle
+from hermes_server.api.errors import invalid_field, invalid_session_id, session_exists, session_not_found
 from hermes_server.context import AppContext
+from hermes_server.domain.errors import SessionGone, StorageFault
 from hermes_server.domain.ids import create_id_error, fork_id_error, requested_id
 from hermes_server.domain.params import ListQuery
 from hermes_server.domain.projection import message_projection, session_projection
 from hermes_server.domain.quirks import Quirk
 from hermes_server.domain.titles import TitleTooLong, has_lone_surrogate, sanitize_title
 from hermes_server.http.body import read_json_object
-from hermes_server.api.deviations import CrashingInput, LongCreateTitle
-from hermes_server.api.errors import invalid_field, invalid_session_id, session_exists, session_not_found
 from hermes_server.http.errors import ApiError
 from hermes_server.http.pipeline import note_session
 from hermes_server.http.responses import HermesJSONResponse, dumps
-from hermes_server.domain.errors import SessionGone, StorageFault
 from hermes_server.http.routing import Method, Operation, Route
 from hermes_server.openapi.schemas import BODY_ERRORS, SESSION_ERRORS, STORE_ERRORS
 from hermes_server.routes.common import existing_session, first_query_values

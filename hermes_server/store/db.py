@@ -35,15 +35,16 @@ import sqlite3
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from hermes_server.domain.errors import DatabaseUnavailable, SchemaMismatch
-from hermes_server.store.home_check import HomeProblems
 from hermes_server.store import migrate
 from hermes_server.store.checkpoint import JOURNAL_SIZE_LIMIT, Checkpointer
 from hermes_server.store.gate import NO_GATE, WriteGate
+from hermes_server.store.home_check import HomeProblems
 from hermes_server.store.storage_faults import WriteHealth, refusing_write, storage_fault
 
 log = logging.getLogger("hermes_server.store")
@@ -94,7 +95,7 @@ def fetch_dicts(conn: sqlite3.Connection, sql: str, params: Any = ()) -> list[di
     cursor.row_factory = None
     cursor.execute(sql, params)
     names = [column[0] for column in cursor.description]
-    return [dict(zip(names, row)) for row in cursor]
+    return [dict(zip(names, row, strict=True)) for row in cursor]
 
 
 # What a `loop_read` may cost on the event loop before it is moved to a reader thread:
@@ -142,7 +143,7 @@ def _rollback(conn: sqlite3.Connection) -> None:
 
 def _settle(futures: list[asyncio.Future[Any]], outcomes: list[tuple[bool, Any]]) -> None:
     """On the loop: give each waiting write its result or exception (unless it gave up waiting)."""
-    for future, (ok, value) in zip(futures, outcomes):
+    for future, (ok, value) in zip(futures, outcomes, strict=True):
         if future.cancelled():
             continue
         if ok:
@@ -156,7 +157,7 @@ def _in_savepoint(conn: sqlite3.Connection, op: Callable[[sqlite3.Connection], T
     conn.execute("SAVEPOINT hs_write")
     try:
         result = op(conn)
-    except Exception as exc:  # noqa: BLE001 - this write's own failure, reported to its request
+    except Exception as exc:
         if not conn.in_transaction:
             raise  # SQLite aborted the whole transaction (I/O error, full disk): the group fails
         conn.execute("ROLLBACK TO hs_write")

@@ -22,10 +22,11 @@ import shutil
 import sqlite3
 import tempfile
 import threading
+from collections.abc import Callable, Iterator
 from datetime import datetime, tzinfo
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Iterator, TypeVar
+from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
 
 from hermes_server.domain.jobs import JobsFileError

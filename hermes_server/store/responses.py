@@ -19,9 +19,10 @@ import json
 import logging
 import sqlite3
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 from hermes_server.domain.titles import has_lone_surrogate
 

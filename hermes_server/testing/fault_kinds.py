@@ -11,7 +11,8 @@ calls `act`; the hooks ask the registry for a kind by name.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, ClassVar, Mapping, Protocol
+from collections.abc import Mapping
+from typing import Any, ClassVar, Protocol
 
 from starlette.responses import Response
 

@@ -11,7 +11,8 @@ The default server has none of this and pays nothing for it.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -75,7 +76,7 @@ class FaultLayer:
             response = await endpoint(request, ctx)
         except InjectedDisconnect:
             return ConnectionReset()
-        except Exception as exc:  # noqa: BLE001 - rendered as the pipeline would, or left to it as a bug
+        except Exception as exc:
             rendered = errors.render(exc)
             if rendered is None:
                 raise

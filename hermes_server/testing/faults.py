@@ -34,8 +34,9 @@ through is a normal committed transaction, so the database is never corrupted.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 from hermes_server.domain.errors import DocumentError, Problem
 from hermes_server.http.errors import InjectedStatus
@@ -215,7 +216,7 @@ class FaultRegistry:
             items, paths = [document], ["$"]
         check = Checker()
         taken = set(taken or ())
-        faults = [self._parse(check, raw, path, taken) for raw, path in zip(items, paths)]
+        faults = [self._parse(check, raw, path, taken) for raw, path in zip(items, paths, strict=True)]
         check.raise_if_any("invalid_fault")
         return [f for f in faults if f is not None]
 

@@ -304,7 +304,7 @@ class HermesServer:
         with open(self.log_path, "ab") as log:
             self._process = subprocess.Popen(self._command(), stdout=log, stderr=subprocess.STDOUT,
                                              stdin=subprocess.DEVNULL, env=self._environment(),
-                                             preexec_fn=_die_with_parent())  # noqa: PLW1509 - prctl only
+                                             preexec_fn=_die_with_parent())
         (self._workdir() / SERVER_FILE).write_text(str(self._process.pid))
         self.starts += 1
         control = FixtureClient(self.base_url, self.api_key)

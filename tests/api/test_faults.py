@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import pytest
 
 from tests.support.http import error
-
 from tests.support.server import RunningServer, start_server, start_with_script
 from tests.support.sse import parse_frames
 
@@ -256,7 +256,7 @@ def test_faults_never_corrupt_the_database(c: httpx.Client, srv: RunningServer) 
     def create(sid: str, **kw: Any) -> None:
         try:
             r = c.post("/api/sessions", json={"id": sid, "title": sid.upper()}, **kw)
-        except (httpx.TransportError,):
+        except httpx.TransportError:
             return
         if r.status_code == 201:
             acknowledged.append(sid)

@@ -13,8 +13,9 @@ import importlib.util
 import json
 import shutil
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 

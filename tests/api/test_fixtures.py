@@ -12,8 +12,9 @@ import re
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -83,7 +84,8 @@ def ids(listing: httpx.Response) -> list[str]:
 
 def counts(db: Path) -> tuple[int, int]:
     with sqlite3.connect(db) as conn:
-        return conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0], conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
+        sessions = conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
+        return sessions, conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0]
 
 
 # -- loading: what the API shows of a fixture ------------------------------------
@@ -380,7 +382,8 @@ def _exchange(srv: RunningServer) -> list[Any]:
 
     def note(r: httpx.Response) -> None:
         # Content-Length follows the body, whose timestamps may have a different number of digits.
-        headers = [(k, _normalise(v.decode("latin-1"))) for k, v in r.headers.raw if k.lower() not in (b"date", b"content-length")]
+        headers = [(k, _normalise(v.decode("latin-1"))) for k, v in r.headers.raw
+                   if k.lower() not in (b"date", b"content-length")]
         out.append((r.request.method, r.request.url.path, r.status_code, headers, _normalise(r.content.decode("utf-8"))))
 
     note(c.post("/api/sessions", json={"id": "cmp", "title": "Compare", "system_prompt": "sp"}))
@@ -421,6 +424,6 @@ def test_nine_routes_answer_the_same_with_and_without_the_fixture_api(tmp_path: 
         plain.stop()
         extended.stop()
     assert len(without) == 24
-    for a, b in zip(without, with_api):
+    for a, b in zip(without, with_api, strict=True):
         assert a == b
     assert with_api[0][2] == 201 and with_api[11][2] == 200  # the sequence really ran

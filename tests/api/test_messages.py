@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.support.db import database_opened, insert_message, insert_session  # noqa: F401
 from tests.support.http import JSON_TYPE, error, raw_request
 from tests.support.server import RunningServer
-import pytest
 
 pytestmark = pytest.mark.in_process
 

@@ -59,7 +59,7 @@ def test_upstream_reads_our_store_and_we_read_upstreams(tmp_path: Path) -> None:
         entry = seen["entry"]
         assert entry["response"] == ours.json()
         assert entry["session_id"] == ours.headers["x-hermes-session-id"] and entry["instructions"] == "brief"
-        assert [m["content"] for m in entry["conversation_history"]][0] == "from hermes-server"
+        assert entry["conversation_history"][0]["content"] == "from hermes-server"
         # hermes-server chains from what upstream stored: its history, session and instructions.
         chained = server.client.post("/v1/responses", json={"input": "next", "conversation": "shared"})
         assert chained.headers["x-hermes-session-id"] == "upstream-session"

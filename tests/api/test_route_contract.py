@@ -9,8 +9,9 @@ scheme's check from the operation, so no handler can forget it.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import pytest

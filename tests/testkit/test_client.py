@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import ast
 import json
-from datetime import datetime, timezone
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 import pytest
@@ -122,7 +122,7 @@ def test_no_key_in_bodies(control: FixtureClient, srv: HermesServer) -> None:
 def test_clock_get_set_advance_step(control: FixtureClient, srv: HermesServer) -> None:
     clock = control.clock.get()
     assert clock.deterministic and clock.manual and clock.now == 1893456000.0
-    assert control.clock.set(datetime(2031, 1, 1, tzinfo=timezone.utc), step=0).now == 1924992000.0
+    assert control.clock.set(datetime(2031, 1, 1, tzinfo=UTC), step=0).now == 1924992000.0
     assert control.clock.advance(60).now == 1924992060.0
     assert control.clock.set("2032-01-01T00:00:00Z").now == 1956528000.0
     assert control.clock.step(0.5).step == 0.5

@@ -31,7 +31,7 @@ def _count(conn: sqlite3.Connection) -> int:
 def test_the_default_gate_lets_everything_through(tmp_path: Path) -> None:
     async def main() -> None:
         database = Database(tmp_path / "state.db")
-        assert database._gate is NO_GATE and database.label == "state.db"
+        assert database._gate is NO_GATE and database.label == "state.db"  # noqa: SLF001 - the default, not exposed
         try:
             assert await database.write(_insert, "a") == "a"
             assert await database.read(_count) == 1
@@ -69,7 +69,7 @@ def test_an_outage_refuses_every_operation_until_it_ends(tmp_path: Path) -> None
         database = Database(tmp_path / "herm-run.db", gate=gate)
         try:
             gate.fail_for(60)
-            with pytest.raises(DatabaseUnavailable, match="herm-run.db unavailable"):
+            with pytest.raises(DatabaseUnavailable, match=r"herm-run\.db unavailable"):
                 await database.read(_count)
             await gate.reset()
             assert await database.read(_count) == 0
