@@ -1,4 +1,4 @@
-"""OpenAPI components of the structured runs and the Responses API (merged into `schemas.py`'s tables).
+"""OpenAPI components of the structured runs and the Responses API (merged into `openapi/schemas.py`'s tables).
 
 Standalone on purpose (no import of `schemas.py`), so the merge is one line per table.
 """
