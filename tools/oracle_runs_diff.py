@@ -50,10 +50,11 @@ from oracle_common import (
     exchange,
     js,
     print_differences,
+    rebased,
 )
 
 WIDTH = int(os.environ.get("DIFF_WIDTH", "700"))
-ORACLE_PORT, MOCK_PORT, FAST_PORT, SLOW_PORT = 18610, 18611, 18620, 18621
+ORACLE_PORT, MOCK_PORT, FAST_PORT, SLOW_PORT = rebased({"oracle": 18610, "mock": 18611, "fast": 18620, "slow": 18621}).values()
 SSE_HEADERS = ("content-type", "cache-control", "x-accel-buffering")
 ID_HEADERS = ("x-hermes-session-id", "x-hermes-session-key")
 TS_KEYS = {"timestamp", "created_at", "updated_at", "started_at", "ended_at", "last_active", "duration"}
