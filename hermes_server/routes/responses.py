@@ -17,6 +17,9 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
+from hermes_server.api.deviations import CrashingInput
+from hermes_server.api.errors import crashing_non_object
+from hermes_server.api.session_key import session_key
 from hermes_server.chat.response_stream import ResponseStream, stream_response
 from hermes_server.chat.slots import Admission
 from hermes_server.chat.turn import ChatTurn, answer, run_turn, settle
@@ -26,15 +29,12 @@ from hermes_server.domain.quirks import Quirk
 from hermes_server.domain.response_history import model_turn, stored_history
 from hermes_server.domain.response_input import fingerprint, output_items, parse_response_input, user_turn
 from hermes_server.domain.titles import has_lone_surrogate
-from hermes_server.api.session_key import session_key
 from hermes_server.http.body import read_json_object
-from hermes_server.api.deviations import CrashingInput
-from hermes_server.api.errors import crashing_non_object
 from hermes_server.http.errors import ApiError
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Method, Operation, Route
-from hermes_server.openapi.schemas import AUTH_ERRORS
 from hermes_server.http.sse import EventQueue, event_frame, sse_response
+from hermes_server.openapi.schemas import AUTH_ERRORS
 from hermes_server.routes.common import identity_headers
 
 log = logging.getLogger("hermes_server.chat")
@@ -128,7 +128,8 @@ async def _respond(request: Request, ctx: AppContext, admission: Admission) -> R
         response_id = f"resp_{ctx.ids.hex(28)}"
         save = _Saver(ctx, response_id, parsed.store, parsed.conversation, instructions, session_id)
         sink = _FrameSink()
-        stream = ResponseStream(ctx, sink, response_id, parsed.model, int(ctx.now()))
+        stream = ResponseStream(ctx, sink, response_id, parsed.model, int(ctx.now()),
+                                upstream_events=Quirk.NO_CONTENT_PART_EVENTS in ctx.quirks)
         created = {**stream.envelope("in_progress"), "output": []}
         stream.write("response.created", {"response": created})
         await save(created, [*history, {"role": "user", "content": user_message}])
