@@ -13,7 +13,8 @@ A deviation is either an answer or a behaviour.
   D6 `BAD_INPUT_500` (routes/responses.py, a Responses instruction that is not text),
   D9 `DUPLICATED_RESPONSE_HISTORY` (routes/responses.py, the history a response stores),
   D10 `NO_CONTENT_PART_EVENTS` (routes/responses.py, whether a response stream sends
-  `response.content_part.added`/`.done` around the message's text).
+  `response.content_part.added`/`.done` around the message's text and names each call
+  of its `response.completed` by id).
 
 Which quirks are on is plain data (`domain/quirks.py`), so a version profile can name
 its own set.

@@ -10,8 +10,10 @@ payload ends with its `sequence_number`.
 
 0.19.0 sends no `content_part` events, so a client that builds the message from the
 stream, as the Responses protocol lets it (the `openai` SDK's `responses.stream()`), has no
-part for the first delta to land in and fails; hermes-server sends them unless told to
-answer as 0.19.0 (`upstream_events`; docs/differences.md, D10).
+part for the first delta to land in and fails; and its `response.completed` lists each
+function call without the `id` its streamed item had, which that client takes for a changed
+item. hermes-server sends the events and the ids unless told to answer as 0.19.0
+(`upstream_events`; docs/differences.md, D10).
 
 The turn runs in a task the server owns and is stored when it ends, whether or not
 its client is still reading (upstream interrupts the agent instead and stores an
@@ -51,7 +53,7 @@ class ResponseStream:
     def __init__(self, ctx: TurnContext, sink: EventSink, response_id: str, model: Any, created_at: int,
                  *, upstream_events: bool = False) -> None:
         self.ctx = ctx
-        # 0.19.0's sequence exactly: no content_part events (D10).
+        # 0.19.0's events exactly: no content_part events, no ids in the terminal output (D10).
         self.content_parts = not upstream_events
         self.sink = sink
         self.response_id = response_id
@@ -120,7 +122,10 @@ class ResponseStream:
                 "name": event.tool_name or "", "call_id": call_id, "arguments": arguments}
         index = self._next_index()
         self.pending_calls[call_id] = {**item, "output_index": index}
-        self.items.append({"type": "function_call", "name": item["name"], "arguments": arguments, "call_id": call_id})
+        listed = {"type": "function_call", "name": item["name"], "arguments": arguments, "call_id": call_id}
+        if self.content_parts:  # D10: the terminal envelope names the call by the id its streamed item had
+            listed["id"] = item["id"]
+        self.items.append(listed)
         self.write("response.output_item.added", {"output_index": index, "item": item})
 
     def _tool_finished(self, event: ToolEvent) -> None:

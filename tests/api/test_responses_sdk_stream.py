@@ -1,7 +1,8 @@
 """D10: the official `openai` SDK's streaming helper (`client.responses.stream()`) against a real
 server. Its accumulator puts each text delta into the message's content part, which only a
 `response.content_part.added` creates; 0.19.0 never sends one, so the helper fails there with an
-IndexError. hermes-server sends the part's events by default, and 0.19.0's stream exactly under
+IndexError (and after a tool call it would refuse 0.19.0's final response, whose call lost its id).
+hermes-server sends the part's events and the ids by default, and 0.19.0's stream exactly under
 `--upstream-quirks`."""
 
 from __future__ import annotations
@@ -56,11 +57,14 @@ def test_the_sdk_stream_helper_collects_the_text_and_the_final_response(server: 
     _sdk_stream(server, "hello", "plain answer")
 
 
-@pytest.mark.xfail(strict=True, raises=RuntimeError,
-                   reason="0.19.0's response.completed lists a function_call without the id its streamed item had; "
-                          "the SDK then refuses the final response ('Completed response output identity changed')")
 def test_the_sdk_stream_helper_with_a_tool_call(server: RunningServer) -> None:
+    """0.19.0's `response.completed` lists the call without the id its streamed item had, which the
+    SDK refuses ('Completed response output identity changed'); D10 lists the id."""
     _sdk_stream(server, "tool please", "found")
+    completed = _frames(server, "tool please")[-1][1]["response"]["output"][0]
+    assert completed == {"type": "function_call", "name": "search", "arguments": '{"q": "x"}', "call_id": "call_1",
+                         "id": completed["id"]}
+    assert completed["id"].startswith("fc_")
 
 
 def test_the_part_events_have_the_protocols_shape(server: RunningServer) -> None:
@@ -101,7 +105,14 @@ def test_upstream_quirks_send_0190s_events(quirky: RunningServer) -> None:
     assert [data["sequence_number"] for _, data in frames] == list(range(len(frames)))
 
 
-def test_under_upstream_quirks_the_sdk_helper_fails_as_against_0190(quirky: RunningServer) -> None:
-    with pytest.raises(IndexError), _client(quirky).responses.stream(model="hermes-agent", input="hello") as stream:
+def test_upstream_quirks_list_the_call_without_its_id(quirky: RunningServer) -> None:
+    completed = _frames(quirky, "tool please")[-1][1]["response"]["output"][0]
+    assert completed == {"type": "function_call", "name": "search", "arguments": '{"q": "x"}', "call_id": "call_1"}
+
+
+@pytest.mark.parametrize(("text", "error"), [("hello", IndexError), ("tool please", IndexError)])
+def test_under_upstream_quirks_the_sdk_helper_fails_as_against_0190(quirky: RunningServer, text: str,
+                                                                    error: type[Exception]) -> None:
+    with pytest.raises(error), _client(quirky).responses.stream(model="hermes-agent", input=text) as stream:
         for _ in stream:
             pass
