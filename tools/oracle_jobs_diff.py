@@ -11,8 +11,8 @@ a fresh home holding the same two skills, sends every step of `build_steps()` to
 the same order and compares status, Content-Type, the Allow header, the presence of the
 security headers, and JSON bodies after normalising what legitimately differs: job ids
 and session/run/message ids (numbered in order of appearance), timestamps, the agent's
-text (`MOCK-REPLY …`/`ECHO-REPLY …`), usage numbers, and the provider/model snapshot
-of a job (config-derived: `custom`/`mock-model` on the oracle, null here). Streams are
+text (`MOCK-REPLY …`/`ECHO-REPLY …`), and usage numbers. hermes-server's home gets a copy
+of the oracle's `config.yaml`, so a job's provider/model snapshot is compared as is. Streams are
 compared event by event (`assistant.delta` runs count as one, `_thinking` deltas
 compared after masking the reply). Steps marked with a deviation (`jobs bad input`,
 docs/differences.md) must differ in exactly the status; with `--upstream-quirks` every
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,7 +46,6 @@ from oracle_common import (
 ORACLE_PORT, OURS_PORT = rebased({"oracle": 18640, "ours": 18650}).values()
 TS_KEYS = {"ts", "timestamp", "started_at", "ended_at", "last_active"}
 USAGE_KEYS = {"input_tokens", "output_tokens", "total_tokens"}
-SNAPSHOT_KEYS = {"provider_snapshot", "model_snapshot"}
 _ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?[+-]\d{2}:\d{2}$")
 _IDS = (("job", re.compile(r"^[0-9a-f]{12}$")), ("api", re.compile(r"api_\d{6,12}_[0-9a-f]{8}")),
         ("run", re.compile(r"run_[0-9a-f]{32}")), ("msg", re.compile(r"msg_[0-9a-f]{32}")))
@@ -86,8 +86,6 @@ class Normaliser:
             return {k: self.value(k, v) for k, v in value.items()}
         if isinstance(value, list):
             return [self.value(None, v) for v in value]
-        if key in SNAPSHOT_KEYS:
-            return "<snapshot>"
         if key == "delta" and isinstance(value, str):
             return re.sub(r"^(MOCK|ECHO)-REPLY to:.*", "<reply>", value)
         value = mask_agent_value(key, value, timestamps=TS_KEYS, counters=USAGE_KEYS)
@@ -300,7 +298,9 @@ def run(verbose: bool, keep: bool, quirks: bool) -> int:
     with Workbench("oracle-jobs-", keep) as bench:
         for name in ("oracle", "ours"):
             _home(bench.home(name))
-        bench.oracle("oracle", ORACLE_PORT)
+        oracle_home = bench.oracle("oracle", ORACLE_PORT)
+        # The same configuration on both homes: the jobs' provider/model snapshots come from it.
+        shutil.copy(oracle_home / "config.yaml", bench.home("ours") / "config.yaml")
         bench.ours("ours", OURS_PORT, extra=["--upstream-quirks"] if quirks else [])
         norm = {"oracle": Normaliser(), "ours": Normaliser()}
         ids: dict[str, dict[str, str]] = {"oracle": {}, "ours": {}}

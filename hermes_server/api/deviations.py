@@ -1,4 +1,4 @@
-"""Every deliberate deviation from 0.19.0 (docs/differences.md, D1-D9): what each one changes.
+"""Every deliberate deviation from 0.19.0 (docs/differences.md, D1-D10): what each one changes.
 
 A deviation is either an answer or a behaviour.
 
@@ -11,7 +11,10 @@ A deviation is either an answer or a behaviour.
   D2 `FORK_TAKES_OVER_MESSAGES` (routes/sessions.py, which session /messages reads),
   D3 `LAX_CREATE_IDS` (routes/sessions.py, which ids create accepts),
   D6 `BAD_INPUT_500` (routes/responses.py, a Responses instruction that is not text),
-  D9 `DUPLICATED_RESPONSE_HISTORY` (routes/responses.py, the history a response stores).
+  D9 `DUPLICATED_RESPONSE_HISTORY` (routes/responses.py, the history a response stores),
+  D10 `NO_CONTENT_PART_EVENTS` (routes/responses.py, whether a response stream sends
+  `response.content_part.added`/`.done` around the message's text and names each call
+  of its `response.completed` by id).
 
 Which quirks are on is plain data (`domain/quirks.py`), so a version profile can name
 its own set.

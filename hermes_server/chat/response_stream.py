@@ -2,10 +2,18 @@
 
 `response.created`; per tool run `response.output_item.added`/`.done` of its
 `function_call` and then of its `function_call_output`; at the first text the message
-item's `response.output_item.added`, then text deltas batched per 50 ms window (a tool
-event flushes the batch first); at the end `response.output_text.done` and the
-message's `response.output_item.done`; last `response.completed` (or `response.failed`).
-Every payload ends with its `sequence_number`. No `content_part` events, as upstream.
+item's `response.output_item.added` and its `response.content_part.added`, then text
+deltas batched per 50 ms window (a tool event flushes the batch first); at the end
+`response.output_text.done`, `response.content_part.done` and the message's
+`response.output_item.done`; last `response.completed` (or `response.failed`). Every
+payload ends with its `sequence_number`.
+
+0.19.0 sends no `content_part` events, so a client that builds the message from the
+stream, as the Responses protocol lets it (the `openai` SDK's `responses.stream()`), has no
+part for the first delta to land in and fails; and its `response.completed` lists each
+function call without the `id` its streamed item had, which that client takes for a changed
+item. hermes-server sends the events and the ids unless told to answer as 0.19.0
+(`upstream_events`; docs/differences.md, D10).
 
 The turn runs in a task the server owns and is stored when it ends, whether or not
 its client is still reading (upstream interrupts the agent instead and stores an
@@ -42,8 +50,11 @@ DELTA_BATCH_SECONDS = 0.05
 class ResponseStream:
     """The events of one streamed response, framed when they are created."""
 
-    def __init__(self, ctx: TurnContext, sink: EventSink, response_id: str, model: Any, created_at: int) -> None:
+    def __init__(self, ctx: TurnContext, sink: EventSink, response_id: str, model: Any, created_at: int,
+                 *, upstream_events: bool = False) -> None:
         self.ctx = ctx
+        # 0.19.0's events exactly: no content_part events, no ids in the terminal output (D10).
+        self.content_parts = not upstream_events
         self.sink = sink
         self.response_id = response_id
         self.model = model
@@ -82,9 +93,16 @@ class ResponseStream:
             self.write("response.output_item.added", {"output_index": self.message_index, "item": {
                 "id": self.message_id, "type": "message", "status": "in_progress", "role": "assistant",
                 "content": []}})
+            self._content_part("response.content_part.added", "")
         self.text.append(text)
         self.write("response.output_text.delta", {"item_id": self.message_id, "output_index": self.message_index,
                                                   "content_index": 0, "delta": text, "logprobs": []})
+
+    def _content_part(self, kind: str, text: str) -> None:
+        """The message's one output_text part opening or closing (D10: not sent as 0.19.0)."""
+        if self.content_parts:
+            self.write(kind, {"item_id": self.message_id, "output_index": self.message_index, "content_index": 0,
+                              "part": {"type": "output_text", "text": text, "annotations": []}})
 
     def flush(self) -> None:
         if self.timer is not None:
@@ -104,7 +122,10 @@ class ResponseStream:
                 "name": event.tool_name or "", "call_id": call_id, "arguments": arguments}
         index = self._next_index()
         self.pending_calls[call_id] = {**item, "output_index": index}
-        self.items.append({"type": "function_call", "name": item["name"], "arguments": arguments, "call_id": call_id})
+        listed = {"type": "function_call", "name": item["name"], "arguments": arguments, "call_id": call_id}
+        if self.content_parts:  # D10: the terminal envelope names the call by the id its streamed item had
+            listed["id"] = item["id"]
+        self.items.append(listed)
         self.write("response.output_item.added", {"output_index": index, "item": item})
 
     def _tool_finished(self, event: ToolEvent) -> None:
@@ -145,6 +166,7 @@ class ResponseStream:
         if self.message_index is not None:
             self.write("response.output_text.done", {"item_id": self.message_id, "output_index": self.message_index,
                                                      "content_index": 0, "text": text, "logprobs": []})
+            self._content_part("response.content_part.done", text)
             self.write("response.output_item.done", {"output_index": self.message_index, "item": {
                 "id": self.message_id, "type": "message", "status": "completed", "role": "assistant",
                 "content": [{"type": "output_text", "text": text}]}})

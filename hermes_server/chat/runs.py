@@ -31,6 +31,7 @@ from hermes_server.chat.interrupt import Stop, TurnStopped
 from hermes_server.chat.turn import ChatTurn, TurnContext, run_turn
 from hermes_server.domain.content import normalize_content
 from hermes_server.domain.redact import redact
+from hermes_server.domain.run_input import stored_user_message
 
 log = logging.getLogger("hermes_server.chat")
 
@@ -256,7 +257,7 @@ def _turn(spec: RunSpec, live: LiveRun) -> ChatTurn:
     if not isinstance(spec.session_id, str):
         raise TypeError(f"str expected, not {type(spec.session_id).__name__}")
     spec.session_id.encode("utf-8")  # a lone surrogate raises here, as it fails 0.19.0's store, before any write
-    return ChatTurn(spec.session_id, normalize_content(spec.user_message), spec.instructions or None,
+    return ChatTurn(spec.session_id, stored_user_message(spec.user_message), spec.instructions or None,
                     spec.session_key, history=spec.history, origin=spec.origin,
                     stop=live.stop, approvals=live.approvals, prompt=normalize_content(spec.prompt))
 

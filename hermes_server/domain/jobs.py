@@ -142,8 +142,10 @@ def _stripped(body: dict[str, Any], key: str) -> str:
     return (body.get(key) or "").strip()
 
 
-def new_job(body: Any, job_id: str, now: datetime, origin: dict[str, str]) -> dict[str, Any]:
-    """The record POST /api/jobs stores for `body`, checked in Hermes's order."""
+def new_job(body: Any, job_id: str, now: datetime, origin: dict[str, str],
+            snapshots: tuple[str | None, str | None] = (None, None)) -> dict[str, Any]:
+    """The record POST /api/jobs stores for `body`, checked in Hermes's order; `snapshots` are the
+    (provider, model) the home's configuration picks now (domain/job_snapshots.py)."""
     name = _stripped(body, "name")
     schedule_text = _stripped(body, "schedule")
     prompt = body.get("prompt", "")
@@ -174,8 +176,7 @@ def new_job(body: Any, job_id: str, now: datetime, origin: dict[str, str]) -> di
         raise ValueError(_past_oneshot(schedule.get("run_at") or schedule_text))
     return {
         "id": job_id, "name": name, "prompt": prompt_text, "skills": names, "skill": names[0] if names else None,
-        # hermes-server has no provider configuration to snapshot (Hermes's value on a home without one).
-        "model": None, "provider": None, "provider_snapshot": None, "model_snapshot": None,
+        "model": None, "provider": None, "provider_snapshot": snapshots[0], "model_snapshot": snapshots[1],
         "base_url": None, "script": None, "no_agent": False, "context_from": None,
         "schedule": schedule, "schedule_display": schedule.get("display", schedule_text),
         "repeat": {"times": repeat, "completed": 0},

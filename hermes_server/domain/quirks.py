@@ -30,6 +30,7 @@ class Quirk(Enum):
     STORAGE_FAILURE_500 = "D7"
     JOBS_BAD_INPUT_500 = "D8"
     DUPLICATED_RESPONSE_HISTORY = "D9"
+    NO_CONTENT_PART_EVENTS = "D10"
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,9 @@ Upstream's rules, in its order: `input` must be truthy; its user message is `inp
 itself (a string) or the last item's `content` (a list); `conversation_history` wins
 over `previous_response_id`, and a list `input` of several items gives the history
 when neither does. What upstream answers with a bare 500 (an `input` list ending in a
-non-object) is a 400 naming the field here (docs/differences.md, D6).
+non-object) is a 400 naming the field here (docs/differences.md, D6). A user message
+that is a list of parts reaches 0.19.0's agent as sent, so its stored row keeps only
+what that agent keeps of it (`stored_user_message`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from hermes_server.domain.content import UserMessage, normalize_content
 from hermes_server.domain.openai_messages import MessagesError
+from hermes_server.domain.titles import scrub_surrogates
+
+# The part types 0.19.0's agent stores as the image placeholder when it writes a list-of-parts row.
+_IMAGE_PARTS = ("image", "image_url", "input_image")
 
 
 @dataclass(frozen=True)
@@ -54,6 +61,25 @@ def _flattened(content: Any) -> str:
             str(part.get("text", "")) for part in content if isinstance(part, dict) and part.get("type") == "text"
         )
     return str(content)
+
+
+def stored_user_message(content: Any) -> UserMessage:
+    """A run's user message as its state.db row keeps it (the model is given all of it).
+
+    0.19.0 hands the run's `content` to its agent unchanged, and the agent stores of a list
+    only the parts typed exactly `text` (their `text`, even empty) and an image placeholder
+    per image part, one per line, or NULL when none is left: `input_text` parts and bare
+    strings are not stored. The parts returned make `content.stored_user_content` write that.
+    """
+    if not isinstance(content, list):
+        return normalize_content(content)
+    parts: list[dict[str, Any]] = []
+    for part in content:
+        if isinstance(part, dict) and part.get("type") == "text":
+            parts.append({"type": "text", "text": scrub_surrogates(str(part.get("text", "")))})
+        elif isinstance(part, dict) and part.get("type") in _IMAGE_PARTS:
+            parts.append({"type": "image_url"})
+    return parts
 
 
 def parse_run_input(body: dict[str, Any], served_model: str) -> RunInput:

@@ -9,6 +9,7 @@ strings; create answers 200, not 201, as 0.19.0 does.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any
@@ -17,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from hermes_server.context import AppContext
-from hermes_server.domain import jobs
+from hermes_server.domain import job_snapshots, jobs
 from hermes_server.domain.jobs import guarded, not_found
 from hermes_server.http.body import charset, read_body
 from hermes_server.http.responses import HermesJSONResponse
@@ -67,7 +68,8 @@ async def create_job(request: Request, ctx: AppContext) -> Response:
     peer = request.client.host if request.client else ""
     origin = jobs.origin(peer, request.headers.get("x-forwarded-for", ""), request.headers.get("x-real-ip", ""),
                          request.headers.get("user-agent", ""))
-    job = guarded(lambda: jobs.new_job(body, ctx.ids.job_id(), now, origin))
+    inference = job_snapshots.snapshots(await _file(ctx).model_section(), os.environ)
+    job = guarded(lambda: jobs.new_job(body, ctx.ids.job_id(), now, origin, inference))
     await _file(ctx).change(lambda stored: ([*stored, job], None))
     return _job_answer(job)
 

@@ -128,7 +128,8 @@ async def _respond(request: Request, ctx: AppContext, admission: Admission) -> R
         response_id = f"resp_{ctx.ids.hex(28)}"
         save = _Saver(ctx, response_id, parsed.store, parsed.conversation, instructions, session_id)
         sink = _FrameSink()
-        stream = ResponseStream(ctx, sink, response_id, parsed.model, int(ctx.now()))
+        stream = ResponseStream(ctx, sink, response_id, parsed.model, int(ctx.now()),
+                                upstream_events=Quirk.NO_CONTENT_PART_EVENTS in ctx.quirks)
         created = {**stream.envelope("in_progress"), "output": []}
         stream.write("response.created", {"response": created})
         await save(created, [*history, {"role": "user", "content": user_message}])

@@ -59,6 +59,8 @@ class JobsFile:
         self.cron_dir = home / "cron"
         self.path = self.cron_dir / "jobs.json"
         self.output_dir = self.cron_dir / "output"
+        # Where Hermes's configuration names the model a new job snapshots (domain/job_snapshots.py).
+        self.config_path = home / "config.yaml"
         self._lock = threading.Lock()
 
     def _ensure_dirs(self) -> None:
@@ -117,6 +119,21 @@ class JobsFile:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
+
+    async def model_section(self) -> Any:
+        """The `model` section of the home's `config.yaml`, read now as 0.19.0 reads it for each new
+        job; None when the file is missing or unreadable, or PyYAML is not installed."""
+        return await asyncio.to_thread(self._model_section)
+
+    def _model_section(self) -> Any:
+        try:
+            import yaml
+
+            with self.config_path.open(encoding="utf-8") as handle:
+                config = yaml.safe_load(handle) or {}
+            return config.get("model")
+        except Exception:  # noqa: BLE001 - as 0.19.0: any failure (no file, bad YAML, no PyYAML) means no snapshot
+            return None
 
     def remove_output(self, job_id: str) -> None:
         """A deleted job's output directory goes with it."""

@@ -62,9 +62,11 @@ def test_openai_client_plain_retrieve_delete(server: RunningServer, client: open
 def test_openai_client_stream(client: openai.OpenAI) -> None:
     events = list(client.responses.create(model="hermes-agent", input="stream it", stream=True))
     kinds = [event.type for event in events]
-    assert kinds == ["response.created", "response.output_item.added", "response.output_text.delta",
-                     "response.output_text.done", "response.output_item.done", "response.completed"]
-    assert [event.sequence_number for event in events] == list(range(6))
+    # The message's content part opens and closes around its text (D10; 0.19.0 sends neither).
+    assert kinds == ["response.created", "response.output_item.added", "response.content_part.added",
+                     "response.output_text.delta", "response.output_text.done", "response.content_part.done",
+                     "response.output_item.done", "response.completed"]
+    assert [event.sequence_number for event in events] == list(range(8))
     assert events[-1].response.output_text == "plain answer"
 
 
@@ -122,8 +124,8 @@ def test_streamed_tools(server: RunningServer) -> None:
     kinds = [f[0][len("event: "):] for f in frames]
     assert kinds == ["response.created", "response.output_item.added", "response.output_item.done",
                      "response.output_item.added", "response.output_item.done", "response.output_item.added",
-                     "response.output_text.delta", "response.output_text.done", "response.output_item.done",
-                     "response.completed"]
+                     "response.content_part.added", "response.output_text.delta", "response.output_text.done",
+                     "response.content_part.done", "response.output_item.done", "response.completed"]
     data = [json.loads(f[1][len("data: "):]) for f in frames]
     assert all(list(d)[-1] == "sequence_number" for d in data)
     assert data[1]["item"]["type"] == "function_call" and data[1]["item"]["id"].startswith("fc_")
