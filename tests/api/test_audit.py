@@ -5,12 +5,14 @@ same work is clean. Faults produce the uncertain outcomes (503, a dropped connec
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
 from typing import Any, Iterator
 
 import httpx
 import pytest
 
-from tests.support.server import KEY, RunningServer, start_server
+from tests.support.server import KEY, RunningServer, clean_env, start_server
 
 TRANSPORT_ERRORS = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
 CASE = {"id": "case", "title": "Case", "messages": [{"role": "user", "content": "q"},
@@ -299,3 +301,33 @@ def test_a_wrong_key_is_not_a_missing_one(srv: RunningServer) -> None:
     assert httpx.get(f"{srv.url}/api/sessions", headers={"Authorization": "Bearer nope"}).status_code == 401
     c.get("/api/sessions")
     clean(c)
+
+
+# -- the command line ------------------------------------------------------------------
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "hermes_server", "audit", *args], capture_output=True, text=True,
+                          env=clean_env(), timeout=60)
+
+
+def test_cli_exits_0_when_clean_and_1_on_an_error_finding(srv: RunningServer) -> None:
+    c = prepare(srv)
+    c.get("/api/sessions", params={"limit": 0})  # a warning only
+    warned = cli("--url", srv.url, "--api-key", KEY)
+    assert warned.returncode == 0, warned.stderr
+    assert "zero-limit-list" in warned.stdout and "0 error(s), in 1 journalled request(s)" in warned.stdout
+    c.delete("/_fixture/requests")
+    assert cli("--url", srv.url, "--api-key", KEY).stdout.startswith("clean: no findings in 0")
+    c.get("/api/sessions/bad%00id")
+    failed = cli("--url", srv.url, "--api-key", KEY)
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    header, row = failed.stdout.splitlines()[:2]
+    assert header.split()[:4] == ["severity", "rule", "requests", "session"]
+    assert row.split()[:3] == ["error", "control-character-id", "1"]
+
+
+def test_cli_exits_2_when_the_server_cannot_be_asked(srv: RunningServer) -> None:
+    keyless = cli("--url", srv.url)
+    assert keyless.returncode == 2 and "status 401" in keyless.stderr and "--api-key" in keyless.stderr
+    gone = cli("--url", "http://127.0.0.1:19549", "--api-key", KEY, "--timeout", "2")
+    assert gone.returncode == 2 and gone.stderr.startswith("hermes-server audit: http://127.0.0.1:19549/_fixture/audit")
