@@ -7,7 +7,8 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
