@@ -236,7 +236,7 @@ def retry_after_ignored(traffic: Traffic) -> Iterator[Finding]:
                       f"{refused.method} {refused.path} answered {refused.status} with Retry-After: "
                       f"{refused.retry_after}, and the same call came again "
                       f"{again.entry.clock - refused.clock:.3f} s later: wait at least as long as Retry-After "
-                      "says before retrying (000: 503 session_db_unavailable; herm.run: 429)",
+                      "says before retrying (000: 503 session_db_unavailable; a 429 of a rate limit)",
                       (refused.seq, again.entry.seq), _first(refused.session_ids))
 
 
