@@ -332,3 +332,16 @@ def test_cli_exits_2_when_the_server_cannot_be_asked(srv: RunningServer) -> None
     assert keyless.returncode == 2 and "status 401" in keyless.stderr and "--api-key" in keyless.stderr
     gone = cli("--url", "http://127.0.0.1:19549", "--api-key", KEY, "--timeout", "2")
     assert gone.returncode == 2 and gone.stderr.startswith("hermes-server audit: http://127.0.0.1:19549/_fixture/audit")
+
+
+# -- Retry-After on status faults ------------------------------------------------------
+
+def test_status_faults_say_when_to_come_back(srv: RunningServer) -> None:
+    c = prepare(srv, {"route": "sessions_list", "kind": "status", "status": 503},
+                {"route": "sessions_list", "kind": "status", "status": 429, "retry_after": 0},
+                {"route": "sessions_list", "kind": "status", "status": 503, "headers": {"retry-after": "7"}},
+                {"route": "sessions_list", "kind": "status", "status": 500})
+    assert [c.get("/api/sessions").headers.get("Retry-After") for _ in range(4)] == ["1", "0", "7", None]
+    refused = c.put("/_fixture/faults", json={"kind": "status", "status": 500, "retry_after": 2})
+    assert refused.status_code == 400 and refused.json()["error"]["code"] == "invalid_fault"
+    assert "retry_after" in refused.json()["error"]["message"]
