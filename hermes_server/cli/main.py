@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from hermes_server import UPSTREAM_VERSION, __version__
+from hermes_server.cli.audit import audit
 from hermes_server.cli.healthcheck import healthcheck
 from hermes_server.cli.options import (
     GROUP_TITLES,
@@ -83,6 +84,19 @@ def build_parser() -> argparse.ArgumentParser:
                         help="readiness instead of liveness: GET /health/detailed and exit 1 unless its state_db and "
                              "gateway checks are ok (a home that cannot hold state.db fails it); the key is "
                              "API_SERVER_KEY, else the one kept in HERMES_HOME")
+    grade = commands.add_parser(
+        "audit",
+        help="print the audit of a running --fixture-api server: what the connector did against the contract",
+        description="Ask a running server started with --fixture-api for its audit of the request journal "
+                    "(GET /_fixture/audit, docs/testing-connectors.md) and print the findings as a table. "
+                    "Exit 0 when there is no error finding, 1 when there is one, 2 when the server could not be asked.",
+    )
+    grade.add_argument("--url", default=None,
+                       help="the server's base URL (default http://127.0.0.1:PORT, PORT from env API_SERVER_PORT or "
+                            "8642)")
+    grade.add_argument("--api-key", default=None,
+                       help="the server's key (default env API_SERVER_KEY, else the one kept in HERMES_HOME)")
+    grade.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the answer (default 10)")
     return parser
 
 
@@ -118,6 +132,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
     if args.command == "healthcheck":
         return healthcheck(args)
+    if args.command == "audit":
+        return audit(args)
     if args.command == "seed":
         try:
             return seed(args)

@@ -24,15 +24,16 @@ from hermes_server.testing.validate import Checker, child
 FORK_STEPS = 4
 MAX_MILLISECONDS = 600_000
 CHAT_ROUTES = ("session_chat", "session_chat_stream")
-STATUS_KEYS = ("status", "message", "code", "type", "param", "headers")
+STATUS_KEYS = ("status", "message", "code", "type", "param", "headers", "retry_after")
+# The statuses that tell a client when to come back, as the run cap's 429 does.
+RETRY_STATUSES = (429, 503)
 
 # What a `status` fault answers when only the status is given: upstream's own wording where
 # upstream has one (503 storage, 429 concurrency cap, D5's 500), a neutral one otherwise.
 _STATUS_DEFAULTS: dict[int, dict[str, Any]] = {
     503: {"message": "Session database unavailable", "code": "session_db_unavailable", "type": "invalid_request_error"},
     500: {"message": "Internal server error", "code": None, "type": "server_error"},
-    429: {"message": "Too many concurrent runs (max 1)", "code": "rate_limit_exceeded", "type": "rate_limit_error",
-          "headers": {"Retry-After": "1"}},
+    429: {"message": "Too many concurrent runs (max 1)", "code": "rate_limit_exceeded", "type": "rate_limit_error"},
 }
 
 
@@ -66,10 +67,16 @@ def _status_params(check: Checker, spec: Mapping[str, Any], path: str, default_s
         "message": f"Injected fault (HTTP {status})", "code": "injected_fault",
         "type": "invalid_request_error" if status < 500 else "server_error",
     })
-    headers = spec.get("headers", defaults.get("headers", {}))
+    headers = spec.get("headers", {})
     if not isinstance(headers, dict) or not all(_header_text(k) and _header_text(v) for k, v in headers.items()):
         check.fail(child(path, "headers"), "must be an object of header names to Latin-1 string values without CR/LF/NUL")
         headers = {}
+    retry_after = check.integer(spec, "retry_after", path, minimum=0, maximum=MAX_MILLISECONDS // 1000)
+    if "retry_after" in spec and status not in RETRY_STATUSES:
+        check.fail(child(path, "retry_after"), "applies to status 429 or 503 only")
+    if status in RETRY_STATUSES and not any(name.lower() == "retry-after" for name in headers):
+        # Named `headers` win; otherwise the client is told when to come back (1 s unless set).
+        headers = {**headers, "Retry-After": str(1 if retry_after is None else retry_after)}
     return {
         "status": status,
         "message": check.text(spec, "message", path, nullable=False) if "message" in spec else defaults["message"],

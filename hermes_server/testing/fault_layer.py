@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from hermes_server.http.errors import ErrorMap
@@ -71,6 +71,7 @@ class FaultLayer:
         refuse_request_writes(None)
         injected = await self._act(faults, "before", errors, gate)
         if injected is not None:
+            await _drain(request)
             return injected
         try:
             response = await endpoint(request, ctx)
@@ -91,6 +92,16 @@ class FaultLayer:
             if response is not None:
                 return response
         return None
+
+
+async def _drain(request: Request) -> None:
+    """Read the body the handler will not: the journal records it (the audit compares a retry's
+    body with the refused call's), and the connection is left clean for the next request."""
+    try:
+        async for _ in request.stream():
+            pass
+    except ClientDisconnect:
+        pass
 
 
 class FaultHooks:

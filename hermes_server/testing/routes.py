@@ -1,7 +1,7 @@
 """The control API under /_fixture/ (only with `serve --fixture-api`, same bearer key).
 
 Reset to a known state, merge a fixture, install faults, read the request
-journal, move the clock. These paths do not exist upstream, and without the
+journal and its audit, move the clock. These paths do not exist upstream, and without the
 flag they are not routed at all, so they answer the framework 404 like any
 unknown path (docs/differences.md, "Extensions").
 """
@@ -19,6 +19,7 @@ from hermes_server.http.body import read_json_object
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Endpoint, Method, Operation, Route
 from hermes_server.openapi.schemas import AUTH_ERRORS, BODY_ERRORS, JOURNAL_FILTERS
+from hermes_server.testing.audit import report
 from hermes_server.testing.faults import FaultRegistry
 from hermes_server.testing.journal import Journal
 from hermes_server.testing.load import LoadResult, StartFixture, load_document
@@ -108,6 +109,10 @@ class ControlRoutes:
         entries = journal.select(query)
         return HermesJSONResponse({"object": "list", "data": [e.as_json(bodies) for e in entries]})
 
+    async def audit(self, request: Request, ctx: AppContext) -> Response:
+        """GET the audit: every rule (testing/audit.py) over the journal since it was last emptied."""
+        return HermesJSONResponse(report(self.control.journal.entries))
+
     async def clock(self, request: Request, ctx: AppContext) -> Response:
         """GET reads, POST sets {"now", "advance", "step"}; setting makes the clock manual."""
         clock = ctx.clock
@@ -162,6 +167,9 @@ def build_fixture_routes(control: ControlState) -> list[Route]:
         Route("fixture_requests", "/_fixture/requests", {
             "GET": _op(journal, "The request journal", query=JOURNAL_FILTERS),
             "DELETE": _op(journal, "Empty the request journal"),
+        }),
+        Route("fixture_audit", "/_fixture/audit", {
+            "GET": _op(handlers.audit, "The audit of the request journal: what the connector did against the contract"),
         }),
         Route("fixture_clock", "/_fixture/clock", {
             "GET": _op(handlers.clock, "Read the clock"),
