@@ -98,7 +98,8 @@ def _rows(conn: sqlite3.Connection, column: str, ids: list[str]) -> list[dict[st
 
 def session_tree(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
     """Every session of `session_id`'s tree: up to its root, then every descendant (breadth
-    first); the root's live compression tip named. None when the session does not exist."""
+    first); and the live tip of `session_id` (where its compression chain now continues, as
+    the list and /messages resolve it). None when the session does not exist."""
     start = _rows(conn, "s.id", [session_id])
     if not start:
         return None
@@ -119,7 +120,7 @@ def session_tree(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | 
     if root["parent_session_id"] is not None:  # a dangling parent (deleted) or a cycle: still the root here
         nodes[0]["kind"] = "root"
     return {"object": "hermes_server.lineage", "session_id": session_id, "root": root["id"],
-            "tip": lineage.compression_tip(conn, root["id"]), "nodes": nodes,
+            "tip": lineage.compression_tip(conn, session_id), "nodes": nodes,
             "truncated": len(by_id) >= MAX_SESSIONS}
 
 

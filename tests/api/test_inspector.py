@@ -103,9 +103,10 @@ def test_lineage_route_names_every_session_of_the_tree(server: RunningServer, tr
     assert kinds["R"] == ("root", None)
     assert kinds[tree["rotated"]] == ("compression", "R")
     assert kinds["F"] == ("fork", tree["rotated"])
-    assert tree["third"] in kinds and lineage["tip"] == tree["third"]
-    # Any member finds the same tree; the page's reads are not journaled, unknown ids are a 404.
-    assert server.client.get("/_fixture/sessions/R/lineage").json()["nodes"] == lineage["nodes"]
+    assert kinds[tree["third"]] == ("compression", "R") and lineage["tip"] == "F"
+    # Any member finds the same tree, with its own live tip; the page's reads are not journaled.
+    from_root = server.client.get("/_fixture/sessions/R/lineage").json()
+    assert from_root["nodes"] == lineage["nodes"] and from_root["tip"] == tree["third"]
     missing = server.client.get("/_fixture/sessions/nope/lineage")
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "session_not_found"
     assert httpx.get(server.url + "/_fixture/sessions/F/lineage").status_code == 401
@@ -122,13 +123,17 @@ def test_overview_shows_sessions_and_journal(server: RunningServer, tree: dict[s
 
 
 def test_lineage_page_draws_every_node_and_marks_the_tip(server: RunningServer, tree: dict[str, Any]) -> None:
+    root = Hooks(dom(_url(server, "/_fixture/ui/sessions/R")))
+    nodes = root.values("data-session-id", "g")
+    assert sorted(nodes) == sorted(node["id"] for node in tree["lineage"]["nodes"])
+    tip = root.attrs("data-session-id", tree["third"], "g")
+    assert tip["data-tip"] == "true" and "tip" in tip["class"].split()
+    assert [root.attrs("data-session-id", n, "g")["data-tip"] for n in nodes].count("true") == 1
+
     html = dom(_url(server, "/_fixture/ui/sessions/F"))
     hooks = Hooks(html)
-    nodes = hooks.values("data-session-id", "g")
-    assert sorted(nodes) == sorted(node["id"] for node in tree["lineage"]["nodes"])
-    tip = hooks.attrs("data-session-id", tree["third"], "g")
-    assert tip["data-tip"] == "true" and "tip" in tip["class"].split()
-    assert [hooks.attrs("data-session-id", n, "g")["data-tip"] for n in nodes].count("true") == 1
+    assert sorted(hooks.values("data-session-id", "g")) == sorted(nodes)
+    assert hooks.attrs("data-session-id", "F", "g")["data-tip"] == "true"  # an open fork is its own tip
     assert hooks.attrs("data-session-id", "R", "g")["data-end-reason"] == "compression"
     assert hooks.attrs("data-session-id", tree["rotated"], "g")["data-end-reason"] == "branched"
     assert hooks.attrs("data-session-id", "F", "g")["data-kind"] == "fork"

@@ -221,7 +221,7 @@ function showOverview() {
 
 // -- one session: lineage and transcript -----------------------------------------------------
 
-const BOX_W = 220, BOX_H = 62, GAP_X = 96, GAP_Y = 18, PAD = 12;
+const BOX_W = 180, BOX_H = 62, GAP_X = 76, GAP_Y = 18, PAD = 12;
 
 function layout(tree) {
   const children = new Map();
@@ -268,8 +268,8 @@ function drawLineage(tree) {
     const link = svg("a", { href: "/_fixture/ui/sessions/" + encodeURIComponent(n.id) + fragment() });
     link.append(
       svg("rect", { x: left, y: top, width: BOX_W, height: BOX_H, rx: 6 }),
-      svg("text", { class: "id", x: left + 8, y: top + 16 }, short(n.id, 26)),
-      svg("text", { x: left + 8, y: top + 32 }, short(n.title || "(untitled)", 30)),
+      svg("text", { class: "id", x: left + 8, y: top + 16 }, short(n.id, 23)),
+      svg("text", { x: left + 8, y: top + 32 }, short(n.title || "(untitled)", 26)),
       svg("text", { class: n.id === tree.tip ? "small live" : "small", x: left + 8, y: top + 50 },
           (n.id === tree.tip ? "LIVE TIP · " : "") + (n.end_reason ? "ended: " + n.end_reason : "open") +
           " · " + (n.message_count ?? 0) + " msgs"));
