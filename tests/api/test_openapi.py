@@ -67,7 +67,8 @@ def test_fixture_api_is_documented_only_when_served(tmp_path: Path) -> None:
         document = httpx.get(srv.url + "/openapi.json", timeout=10).json()
     finally:
         srv.stop()
-    assert _documented(document) == _served([*build_routes(), *build_fixture_routes(Control([], None)), *build_inspector_routes()])
+    fixture_routes = [*build_fixture_routes(Control([], None)), *build_inspector_routes()]
+    assert _documented(document) == _served([*build_routes(), *fixture_routes])
 
 
 def test_documented_operations_reach_their_handlers(server: RunningServer, document: dict[str, Any]) -> None:
