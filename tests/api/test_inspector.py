@@ -8,19 +8,23 @@ Chromium is absent and CI is not set; under CI a missing Chromium fails.
 
 from __future__ import annotations
 
+import http.client
+import json
 import os
 import re
 import shutil
 import subprocess
+import threading
 from collections.abc import Iterator
 from html.parser import HTMLParser
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.support.server import RunningServer, start_server
+from tests.support.server import RunningServer, free_port, start_server
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -186,6 +190,104 @@ def test_audit_findings_are_linked_to_journal_rows(server: RunningServer, tree: 
     rows = {int(seq) for seq in hooks.values("data-seq", "tr")}
     links = {int(m) for m in re.findall(r'data-seq-link="(\d+)"', html)}
     assert links == {seq for f in findings for seq in f["requests"]} and links <= rows
+
+
+class AuditStandIn(ThreadingHTTPServer):
+    """A loopback front for the real server that answers GET /_fixture/audit itself (with the
+    same key check), so the findings view is tested before the audit is served by this build."""
+
+    def __init__(self, backend: RunningServer, audit: dict[str, Any] | None,
+                 after_first_journal_read: Any = None) -> None:
+        self.backend, self.audit = backend, audit
+        # Called once, after the page's first read of the journal has been answered.
+        self.after_first_journal_read = after_first_journal_read
+        super().__init__(("127.0.0.1", free_port()), _StandInHandler)
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+class _StandInHandler(BaseHTTPRequestHandler):
+    server: AuditStandIn
+
+    def do_GET(self) -> None:
+        backend = self.server.backend
+        auth = self.headers.get("Authorization")
+        if self.path == "/_fixture/audit":
+            if auth != f"Bearer {backend.key}":
+                status, body, media = 401, b'{"error": {"message": "Invalid API key"}}', "application/json"
+            elif self.server.audit is None:
+                status, body, media = 404, b"404: Not Found", "text/plain; charset=utf-8"
+            else:
+                status, body, media = 200, json.dumps(self.server.audit).encode(), "application/json"
+            self._answer(status, body, {"Content-Type": media})
+            return
+        connection = http.client.HTTPConnection("127.0.0.1", backend.port, timeout=30)
+        connection.request("GET", self.path, headers={"Authorization": auth} if auth else {})
+        answer = connection.getresponse()
+        kept = ("Content-Type", "Content-Security-Policy")
+        self._answer(answer.status, answer.read(), {k: answer.headers[k] for k in kept if answer.headers[k]})
+        connection.close()
+        hook, self.server.after_first_journal_read = self.server.after_first_journal_read, None
+        if hook is not None and self.path.startswith("/_fixture/requests"):
+            hook()
+        elif hook is not None:
+            self.server.after_first_journal_read = hook
+
+    def _answer(self, status: int, body: bytes, headers: dict[str, str]) -> None:
+        self.send_response(status)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_findings_view_with_a_stand_in_audit(server: RunningServer, tree: dict[str, Any]) -> None:
+    """Each finding is shown with `data-rule` and links to its journal rows; a 404 is "audit not available"."""
+    seqs = [entry["seq"] for entry in server.client.get("/_fixture/requests").json()["data"]]
+    audit = {"object": "hermes_server.audit", "checked": len(seqs), "findings": [
+        {"rule": "stale-session-id", "severity": "error", "message": "Write to the id the answer named.",
+         "requests": seqs[1:3], "session_id": "R"},
+        {"rule": "zero-limit-list", "severity": "warning", "message": "Ask for at least one row.",
+         "requests": seqs[:1], "session_id": None}]}
+    front = AuditStandIn(server, audit)
+    try:
+        html = dom(f"{front.url}/_fixture/ui/#key={server.key}")
+        hooks = Hooks(html)
+        assert hooks.values("data-rule", "li") == ["stale-session-id", "zero-limit-list"]
+        links = [int(m) for m in re.findall(r'data-seq-link="(\d+)"', html)]
+        assert links == seqs[1:3] + seqs[:1]
+        assert set(links) <= {int(seq) for seq in hooks.values("data-seq", "tr")}
+        assert "Write to the id the answer named." in html
+        assert Hooks(dom(f"{front.url}/_fixture/ui/")).found == []  # no key, no findings either
+        front.audit = None
+        assert "audit not available" in dom(f"{front.url}/_fixture/ui/#key={server.key}")
+    finally:
+        front.shutdown()
+        front.server_close()
+
+
+def test_the_journal_updates_while_the_page_is_open(server: RunningServer, tree: dict[str, Any]) -> None:
+    """A request made after the page first read the journal is on the page after the next poll."""
+    late: list[int] = []
+
+    def connector_sends_more() -> None:
+        server.client.get("/api/sessions/late-arrival")
+        late.append(server.client.get("/_fixture/requests").json()["data"][-1]["seq"])
+
+    front = AuditStandIn(server, None, connector_sends_more)
+    try:
+        hooks = Hooks(dom(f"{front.url}/_fixture/ui/#key={server.key}"))
+    finally:
+        front.shutdown()
+        front.server_close()
+    assert late and str(late[0]) in hooks.values("data-seq", "tr")
 
 
 def test_no_auth_server_needs_no_key(tmp_path: Path) -> None:
