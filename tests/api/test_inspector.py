@@ -92,6 +92,12 @@ def tree(server: RunningServer) -> dict[str, Any]:
     third = client.post("/api/sessions/R/chat", json={"message": "three"}).json()["session_id"]
     fork = client.post(f"/api/sessions/{tips[1]}/fork", json={"id": "F", "title": "A branch"})
     assert fork.status_code == 201
+    delegate = {"id": "D1", "parent": "F", "relation": "delegate", "title": "Helper", "messages": [
+        {"role": "user", "content": "look it up"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "search", "arguments": "{\"q\": \"refund\"}"}}]},
+        {"role": "tool", "content": "found it", "tool_call_id": "c1", "tool_name": "search"}]}
+    assert client.post("/_fixture/seed", json={"sessions": [delegate]}).status_code == 200
     lineage = client.get("/_fixture/sessions/F/lineage").json()
     return {"rotated": tips[1], "third": third, "lineage": lineage}
 
@@ -107,6 +113,7 @@ def test_lineage_route_names_every_session_of_the_tree(server: RunningServer, tr
     assert kinds["R"] == ("root", None)
     assert kinds[tree["rotated"]] == ("compression", "R")
     assert kinds["F"] == ("fork", tree["rotated"])
+    assert kinds["D1"] == ("delegate", "F")
     assert kinds[tree["third"]] == ("compression", "R") and lineage["tip"] == "F"
     # Any member finds the same tree, with its own live tip; the page's reads are not journaled.
     from_root = server.client.get("/_fixture/sessions/R/lineage").json()
@@ -141,9 +148,17 @@ def test_lineage_page_draws_every_node_and_marks_the_tip(server: RunningServer, 
     assert hooks.attrs("data-session-id", "R", "g")["data-end-reason"] == "compression"
     assert hooks.attrs("data-session-id", tree["rotated"], "g")["data-end-reason"] == "branched"
     assert hooks.attrs("data-session-id", "F", "g")["data-kind"] == "fork"
+    assert hooks.attrs("data-session-id", "D1", "g")["data-kind"] == "delegate"
     # F's transcript: the fork copied the rotated session's active messages.
     assert hooks.values("data-role") == ["assistant", "user", "assistant"]
     assert "ECHO-REPLY to: two" in html
+
+
+def test_transcript_shows_roles_and_tool_calls(server: RunningServer, tree: dict[str, Any]) -> None:
+    html = dom(_url(server, "/_fixture/ui/sessions/D1"))
+    assert Hooks(html).values("data-role") == ["user", "assistant", "tool"]
+    assert "search({&quot;q&quot;: &quot;refund&quot;})" in html or 'search({"q": "refund"})' in html
+    assert "found it" in html
 
 
 def test_no_data_without_the_key(server: RunningServer, tree: dict[str, Any]) -> None:

@@ -205,10 +205,18 @@ async function audit() {
   }
 }
 
+const lastSeen = {};
+
 async function pollOverview() {
   const [sessions, journal, findings, faults, clock] = await Promise.all([
     api("/_fixture/sessions"), api("/_fixture/requests"), audit(), api("/_fixture/faults"), api("/_fixture/clock")]);
-  renderSessions(sessions); renderJournal(journal); renderAudit(findings); renderFaults(faults); renderClock(clock);
+  renderJournal(journal);
+  for (const [name, data, render] of [["sessions", sessions, renderSessions], ["audit", findings, renderAudit],
+                                      ["faults", faults, renderFaults], ["clock", clock, renderClock]]) {
+    const seen = JSON.stringify(data);
+    if (lastSeen[name] !== seen) render(data);  // unchanged: keep the reader's selection
+    lastSeen[name] = seen;
+  }
 }
 
 function showOverview() {
@@ -296,10 +304,14 @@ function showSession(id) {
   const main = document.getElementById("main");
   main.replaceChildren(section("lineage", "Lineage", true), section("facts", "Session"), section("transcript", "Transcript"));
   document.title = id + " · hermes-server inspector";
+  let last = null;
   return async () => {
     const [tree, transcript] = await Promise.all([
       api("/_fixture/sessions/" + encodeURIComponent(id) + "/lineage"),
       api("/_fixture/sessions/" + encodeURIComponent(id) + "/messages")]);
+    const seen = JSON.stringify([tree, transcript]);
+    if (seen === last) return;  // unchanged: keep the reader's scroll and selection
+    last = seen;
     note("lineage", tree.nodes.length + " sessions from root " + tree.root + "; live tip " + tree.tip);
     fill("lineage", el("p", { class: "legend muted" }, el("span", { class: "compression" }, "── compression"),
                        el("span", { class: "fork" }, "╌╌ fork"), el("span", { class: "delegate" }, "·· delegate"),
@@ -351,7 +363,7 @@ function start() {
     } finally { busy = false; }
   };
   tick();
-  if (id === null) setInterval(tick, POLL_MS);
+  setInterval(tick, POLL_MS);
 }
 
 window.addEventListener("hashchange", () => { if (keyFromFragment() !== key) location.reload(); });
