@@ -276,6 +276,8 @@ RESPONSES: dict[str, Any] = {
     "Capabilities": _json_response("What this server serves.", "Capabilities"),
     "OpenAPIDocument": _json_response("This document.", "OpenAPIDocument"),
     "FixtureReply": _json_response("What the control call did, or the journal, faults or clock.", "FixtureReply"),
+    "InspectorFile": {"description": "A file of the inspector page (HTML, JavaScript or CSS); it holds no data.",
+                      "content": {"text/html": {"schema": {"type": "string"}}}},
     "Session": _json_response("The session, as the client-safe projection.", "SessionEnvelope"),
     "SessionList": _json_response("One page of sessions.", "SessionList"),
     "SessionDeleted": _json_response("The session row is gone.", "SessionDeleted"),

@@ -22,6 +22,7 @@ from hermes_server.state import StateRegistry
 from hermes_server.store.db import Database
 from hermes_server.testing.fault_layer import FaultHooks, FaultLayer
 from hermes_server.testing.faults import FaultRegistry
+from hermes_server.testing.inspector import build_inspector_routes
 from hermes_server.testing.journal import Journal, JournalLayer
 from hermes_server.testing.load import LoadResult, StartFixture, reset_state
 from hermes_server.testing.routes import build_fixture_routes
@@ -84,7 +85,7 @@ class Control:
         layer = FaultLayer(self.faults, errors, db, self.gates)
         wrapped = [layer.wrap(route, (databases or {}).get(route.name)) for route in routes]
         extra = [route for family in self.families for route in family.control_routes()]
-        return wrapped + build_fixture_routes(self) + extra
+        return wrapped + build_fixture_routes(self) + build_inspector_routes() + extra
 
     def wrap_app(self, app: ASGIApp) -> ASGIApp:
         """The pipeline inside the journal, inside the layer that keeps the transport."""

@@ -22,6 +22,7 @@ from hermes_server.app import build_routes
 from hermes_server.http.routing import Route
 from hermes_server.openapi.schemas import PARAMETERS, RESPONSES, SCHEMAS
 from hermes_server.testing.control import Control
+from hermes_server.testing.inspector import build_inspector_routes
 from hermes_server.testing.routes import build_fixture_routes
 from tests.support.server import RunningServer, start_server
 
@@ -40,7 +41,7 @@ def document(server: RunningServer) -> dict[str, Any]:
 
 
 def test_every_method_of_every_route_is_described() -> None:
-    for route in [*build_routes(), *build_fixture_routes(Control([], None))]:
+    for route in [*build_routes(), *build_fixture_routes(Control([], None)), *build_inspector_routes()]:
         for op in (method.operation for method in route.methods.values()):
             assert set(op.responses.values()) <= set(RESPONSES), route.template
             assert op.body is None or op.body in SCHEMAS
@@ -66,7 +67,8 @@ def test_fixture_api_is_documented_only_when_served(tmp_path: Path) -> None:
         document = httpx.get(srv.url + "/openapi.json", timeout=10).json()
     finally:
         srv.stop()
-    assert _documented(document) == _served([*build_routes(), *build_fixture_routes(Control([], None))])
+    fixture_routes = [*build_fixture_routes(Control([], None)), *build_inspector_routes()]
+    assert _documented(document) == _served([*build_routes(), *fixture_routes])
 
 
 def test_documented_operations_reach_their_handlers(server: RunningServer, document: dict[str, Any]) -> None:

@@ -27,6 +27,7 @@ from hermes_server.app import build_routes
 from hermes_server.hermrun.fixture import control_routes as herm_run_control_routes
 from hermes_server.hermrun.routes import build_routes as herm_run_routes
 from hermes_server.testing.control import Control
+from hermes_server.testing.inspector import build_inspector_routes
 from hermes_server.testing.routes import build_fixture_routes
 from tests.hermrun.support import store_at
 from tests.support.db import integrity, lineage_problems
@@ -204,7 +205,7 @@ def both_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Run
 def test_bad_input_on_every_route_is_refused_without_a_5xx(both_servers: tuple[RunningServer, RunningServer]) -> None:
     plain, fixture = both_servers
     sent = _battery(plain, build_routes())
-    sent += _battery(fixture, build_fixture_routes(Control([], None)))
+    sent += _battery(fixture, build_fixture_routes(Control([], None)) + build_inspector_routes())
     for srv in (plain, fixture):
         assert log_trouble(srv) == []
         assert integrity(srv.db_path) == "ok"
