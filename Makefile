@@ -9,7 +9,7 @@ export HERMES_HOME
 UPSTREAM_VENV := .venv-upstream
 UPSTREAM_STAMP := $(UPSTREAM_VENV)/.installed
 
-.PHONY: serve cli lint test test-fast test-container bench clean
+.PHONY: serve cli lint test test-fast test-container bench clean browser
 # `make serve PORT=9000 HOST=0.0.0.0`: passed on as --port/--host (else API_SERVER_PORT/HOST or 8642/127.0.0.1).
 PORT ?=
 HOST ?=
@@ -43,11 +43,20 @@ lint: $(STAMP)
 	$(BIN)/ruff check hermes_server tests tools benchmarks
 	$(BIN)/mypy
 
+# Headless Chromium (Debian's package) for the inspector's browser tests: installed when missing
+# and we are root (as in CI); elsewhere those tests skip, saying so (under CI=true they fail).
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "make: installing chromium (apt-get) for the inspector's browser tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "make: no chromium and not root: the inspector's browser tests will skip"; fi
+
 # Both tiers run on two workers (one module per worker at a time: module-scoped servers stay
 # shared) and end with the 15 slowest tests. More pytest arguments: make test ARGS='-k fork -x'.
 PYTEST := $(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=15
 # The whole suite, real hermes-agent included (an interop test that skips fails the run here).
-test: $(STAMP) $(UPSTREAM_STAMP)
+test: $(STAMP) $(UPSTREAM_STAMP) browser
 	HERMES_UPSTREAM_VENV=$(CURDIR)/$(UPSTREAM_VENV) $(PYTEST) $(ARGS)
 
 # The inner loop: everything but the slow, interop and container tests (docs/pytest.md).

@@ -44,3 +44,13 @@ def test_make_test_passes_pytest_arguments_on_and_shows_the_slowest() -> None:
     assert line.startswith("HERMES_UPSTREAM_VENV=") and line.endswith("--durations=15 -k fork -x")
     fast = dry_run("test-fast").splitlines()[-1]
     assert '-m "not slow and not interop and not container"' in fast and "-n 2" in fast
+
+
+def test_make_test_brings_the_browser_the_inspector_tests_need() -> None:
+    steps = dry_run("test", "-o", ".venv-upstream/.installed")
+    assert "apt-get install -y -qq chromium" in steps and steps.index("chromium") < steps.index("pytest")
+
+
+def test_ci_lints_then_runs_the_readme_test_command() -> None:
+    lines = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line and not line.startswith("#")]
+    assert lines[-2:] == ["make lint", "make test"]
