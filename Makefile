@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Serving needs the runtime dependencies alone; the test extra (pytest, schemathesis, openai, …)
+# comes with the first `make test` or `make lint`.
+RUNTIME_STAMP := $(VENV)/.installed-runtime
 HERMES_HOME ?= $(CURDIR)/.hermes-home
 export HERMES_HOME
 # The real hermes-agent, for the tests that run its SessionDB and `hermes` CLI on our state.db.
@@ -18,16 +21,20 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
+$(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e .
+	touch $(RUNTIME_STAMP)
+
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[test]'
-	touch $(STAMP)
+	touch $(STAMP) $(RUNTIME_STAMP)
 
-serve: $(STAMP)
+serve: $(RUNTIME_STAMP)
 	@echo "make serve: other commands run as $(BIN)/hermes-server COMMAND, or make cli ARGS='COMMAND ...'"
 	$(BIN)/hermes-server serve $(if $(PORT),--port $(PORT)) $(if $(HOST),--host $(HOST))
 
 # Any hermes-server command with this checkout's venv and home: make cli ARGS='seed fixture.json'
-cli: $(STAMP)
+cli: $(RUNTIME_STAMP)
 	$(BIN)/hermes-server $(ARGS)
 
 # Made once (about 20 s from the package registry), then reused; `make clean` keeps it.

@@ -54,3 +54,22 @@ def test_make_test_brings_the_browser_the_inspector_tests_need() -> None:
 def test_ci_lints_then_runs_the_readme_test_command() -> None:
     lines = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line and not line.startswith("#")]
     assert lines[-2:] == ["make lint", "make test"]
+
+
+def test_make_serve_installs_the_runtime_dependencies_alone() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    steps = subprocess.run(["make", "--no-print-directory", "-n", "-B", "serve"], cwd=ROOT, capture_output=True,
+                           text=True, timeout=30, check=True, env=env).stdout
+    installs = [line for line in steps.splitlines() if "pip install" in line and "--upgrade pip" not in line]
+    assert installs and all("[test]" not in line for line in installs), installs
+
+
+def test_the_readme_sets_the_key_its_curl_lines_send() -> None:
+    from hermes_server.cli.keyfile import KEY_FILE
+
+    readme = (ROOT / "README.md").read_text()
+    first_curl = readme.index('curl -s -H "Authorization: Bearer $KEY"')
+    setting = readme.rfind("KEY=$(cat .hermes-home/", 0, first_curl)
+    assert setting != -1, "no line before the first curl sets $KEY"
+    assert readme[setting:].startswith(f"KEY=$(cat .hermes-home/{KEY_FILE})")
+    assert "HERMES_HOME ?= $(CURDIR)/.hermes-home" in (ROOT / "Makefile").read_text()
