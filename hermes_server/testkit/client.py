@@ -18,6 +18,8 @@ from urllib.parse import quote
 
 import httpx
 
+from hermes_server.testkit.audit import AUDIT, Audit, parse_audit, unclean
+
 FaultSpec = Mapping[str, Any]  # a fault object; `Fault.status(...)` and the other builders make one
 Document = Mapping[str, Any]
 Outcome = Literal["response", "connection_reset", "no_response"]
@@ -373,6 +375,18 @@ class FixtureClient:
         string. The journal keeps the first 32 KiB of each body; the key itself is never printed."""
         secret = key if key is not None else self.api_key
         key_leaks(self.requests(bodies=True) if secret else [], secret)
+
+    def audit(self) -> Audit:
+        """The server's audit of the journal since the last reset: `checked`, and the findings."""
+        return parse_audit(self.call("GET", AUDIT))
+
+    def assert_clean(self) -> Audit:
+        """That the audit has no error finding (warnings pass); else an AssertionError listing them all."""
+        audit = self.audit()
+        failure = unclean(audit)
+        if failure is not None:
+            raise failure
+        return audit
 
     def close(self) -> None:
         self._http.close()
