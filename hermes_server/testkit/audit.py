@@ -9,10 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
-
-if TYPE_CHECKING:
-    from hermes_server.testkit.client import FixtureClient
+from typing import Any, Literal, Protocol
 
 AUDIT = "/_fixture/audit"
 Severity = Literal["error", "warning"]
@@ -88,7 +85,13 @@ def unclean(audit: Audit) -> AssertionError | None:
                           f"(docs/testing-connectors.md, the audit):\n{audit.describe()}")
 
 
-def audit_each(controls: Mapping[str, FixtureClient]) -> tuple[list[tuple[str, Audit | str]], str | None]:
+class Auditable(Protocol):
+    """A control client (`FixtureClient`): all `audit_each` asks of one."""
+
+    def audit(self) -> Audit: ...
+
+
+def audit_each(controls: Mapping[str, Auditable]) -> tuple[list[tuple[str, Audit | str]], str | None]:
     """Each named server's audit (or why it could not be read), and the failure text when one has
     an error finding or could not be audited (a server without `--fixture-api`, say)."""
     audits: list[tuple[str, Audit | str]] = []
