@@ -165,10 +165,9 @@ def check_step(client: httpx.Client, step: dict[str, Any], saved: dict[str, str]
         saved[key] = dig(response.json(), path)
 
 
-@pytest.mark.parametrize("name, recipe", recipes(), ids=[name for name, _ in recipes()])
-def test_recipe(servers, name: str, recipe: dict[str, Any]) -> None:
-    srv = servers(tuple(recipe.get("server", ())), recipe.get("script"))
-    client = srv.client
+def run_recipe(client: httpx.Client, name: str, recipe: dict[str, Any], key: str | None) -> None:
+    """Load the recipe's state on the server `client` talks to, then make and check its steps.
+    (tests/testkit/test_audit_recipes.py runs the same through the pytest plugin.)"""
     assert client.post("/_fixture/reset", json={"to": "empty"}).status_code == 200
     if "seed" in recipe:
         assert client.post("/_fixture/seed", json=recipe["seed"]).status_code == 200
@@ -176,7 +175,7 @@ def test_recipe(servers, name: str, recipe: dict[str, Any]) -> None:
         assert client.put("/_fixture/faults", json={"faults": recipe["faults"]}).status_code == 200
     client.delete("/_fixture/requests")  # the journal holds only the recipe's own requests
     # `{key}` is the server's key, for headers other than the bearer one (herm.run's x-api-key).
-    saved: dict[str, str] = {"key": srv.key or ""}
+    saved: dict[str, str] = {"key": key or ""}
     for number, step in enumerate(recipe["steps"], 1):
         if "wait_ms" in step:
             time.sleep(step["wait_ms"] / 1000)
@@ -188,6 +187,12 @@ def test_recipe(servers, name: str, recipe: dict[str, Any]) -> None:
                     done.result()
             continue
         check_step(client, step, saved, f"{name} step {number} ({step['send']})")
+
+
+@pytest.mark.parametrize("name, recipe", recipes(), ids=[name for name, _ in recipes()])
+def test_recipe(servers, name: str, recipe: dict[str, Any]) -> None:
+    srv = servers(tuple(recipe.get("server", ())), recipe.get("script"))
+    run_recipe(srv.client, name, recipe, srv.key)
     audit_recipe(FixtureClient(srv.url, srv.key), name)
 
 

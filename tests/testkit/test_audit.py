@@ -13,7 +13,7 @@ import pytest
 from hermes_server.testkit import AsyncControlClient, Audit, Fault, FixtureClient, FixtureError, HermesServer
 from hermes_server.testkit.audit import Finding
 from tests.support.server import KEY, start_server
-from tests.testkit.support import run_pytest
+from tests.testkit.support import outcomes, run_pytest
 
 
 @pytest.fixture(scope="module")
@@ -147,16 +147,6 @@ def test_not_audited(hermes):
 def test_fails_of_its_own(hermes):
     assert hermes.http.post("/api/sessions", json={"id": "a\\nb"}).status_code == 201
 '''
-
-
-def outcomes(output: str) -> dict[str, str]:
-    """Test name -> PASSED/FAILED, from `-rA`'s short summary."""
-    found = {}
-    for line in output.splitlines():
-        word, _, rest = line.partition(" ")
-        if word in ("PASSED", "FAILED", "ERROR") and "::" in rest:
-            found[rest.split("::")[1].split(" ")[0]] = word
-    return found
 
 
 @pytest.mark.slow
