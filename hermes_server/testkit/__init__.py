@@ -3,6 +3,7 @@
 - `HermesServer`: start/stop a server subprocess (`with HermesServer() as srv: ...`).
 - `FixtureClient`: the control API (reset, seed, faults, request journal, clock) and
   assertions over the journal, for any server started with `--fixture-api`.
+- `Audit`, `Finding`: what `control.audit()` answers; `control.assert_clean()` fails on errors.
 - `AsyncControlClient`: the same calls over `httpx.AsyncClient`, awaited.
 - `HermesOptions`: what a server runs with (typed `serve` flags, plus any other as `flags`).
 - `Fault`: typed builders for fault objects (`Fault.status("session_get", 503, times=1)`).
@@ -24,7 +25,7 @@ _EXPORTS = {
     "FixtureClient": "client", "FixtureError": "client", "LoadResult": "client", "InstalledFault": "client",
     "RequestRecord": "client", "ClockState": "client", "FixtureDocumentError": "client", "Outcome": "client",
     "DialectControl": "client", "AsyncControlClient": "aio", "HermesOptions": "options", "Fault": "faults",
-    "free_port": "process",
+    "free_port": "process", "Audit": "audit", "Finding": "audit",
 }
 __all__ = list(_EXPORTS)
 

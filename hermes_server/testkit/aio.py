@@ -15,6 +15,7 @@ from typing import Any, Literal, Self
 
 import httpx
 
+from hermes_server.testkit.audit import AUDIT, Audit, parse_audit, unclean
 from hermes_server.testkit.client import (
     CLOCK,
     FAULTS,
@@ -148,6 +149,16 @@ class AsyncControlClient:
     async def assert_no_key_in_bodies(self, key: str | None = None) -> None:
         secret = key if key is not None else self.api_key
         key_leaks(await self.requests(bodies=True) if secret else [], secret)
+
+    async def audit(self) -> Audit:
+        return parse_audit(await self.call("GET", AUDIT))
+
+    async def assert_clean(self) -> Audit:
+        audit = await self.audit()
+        failure = unclean(audit)
+        if failure is not None:
+            raise failure
+        return audit
 
     async def aclose(self) -> None:
         await self._http.aclose()

@@ -18,6 +18,8 @@ from urllib.parse import quote
 
 import httpx
 
+from hermes_server.testkit.audit import AUDIT, Audit, parse_audit, unclean
+
 FaultSpec = Mapping[str, Any]  # a fault object; `Fault.status(...)` and the other builders make one
 Document = Mapping[str, Any]
 Outcome = Literal["response", "connection_reset", "no_response"]
@@ -86,6 +88,12 @@ class RequestRecord:
     faults: list[str]
     request_body: Any
     response_body: Any
+    # What the audit reads of an entry (fields a server before the audit does not send):
+    clock: float | None = None  # the server's settable clock when the request arrived
+    credential: bool = False  # whether it carried a credential header
+    idempotency_key: bool = False
+    answered_session_id: str | None = None  # the session id the answer named
+    retry_after: str | None = None  # the answer's Retry-After
 
     def describe(self, *, query: bool = True) -> str:
         """One line for assertion messages (never a body: bodies carry transcript text)."""
@@ -186,8 +194,12 @@ def requests_query(route: str | None, method: str | None, session_id: str | None
     return {k: v for k, v in query.items() if v is not None}
 
 
+_RECORD_FIELDS = frozenset(RequestRecord.__dataclass_fields__)
+
+
 def parse_records(reply: dict[str, Any]) -> list[RequestRecord]:
-    return [RequestRecord(**entry) for entry in reply["data"]]
+    """The journal's entries; a field this kit does not know (a newer server's) is left out."""
+    return [RequestRecord(**{k: v for k, v in entry.items() if k in _RECORD_FIELDS}) for entry in reply["data"]]
 
 
 def called_or_raise(route: str, times: int | None, calls: list[RequestRecord], seen: Callable[[], list[RequestRecord]],
@@ -363,6 +375,18 @@ class FixtureClient:
         string. The journal keeps the first 32 KiB of each body; the key itself is never printed."""
         secret = key if key is not None else self.api_key
         key_leaks(self.requests(bodies=True) if secret else [], secret)
+
+    def audit(self) -> Audit:
+        """The server's audit of the journal since the last reset: `checked`, and the findings."""
+        return parse_audit(self.call("GET", AUDIT))
+
+    def assert_clean(self) -> Audit:
+        """That the audit has no error finding (warnings pass); else an AssertionError listing them all."""
+        audit = self.audit()
+        failure = unclean(audit)
+        if failure is not None:
+            raise failure
+        return audit
 
     def close(self) -> None:
         self._http.close()

@@ -48,11 +48,12 @@ class Fault(Mapping[str, Any]):
     @classmethod
     def status(cls, route: str | None = None, status: int = 503, *, message: str | None = None, code: str | None = None,
                type: str | None = None, param: str | None = None, headers: Mapping[str, str] | None = None,
-               when: When | None = None, **common: Any) -> Fault:
-        """An error envelope instead of (`when="before"`) or after (`"after"`) the handler's answer."""
+               retry_after: int | None = None, when: When | None = None, **common: Any) -> Fault:
+        """An error envelope instead of (`when="before"`) or after (`"after"`) the handler's answer.
+        A 429 or 503 says `Retry-After: 1` unless `retry_after` (whole seconds) or `headers` say otherwise."""
         return cls("status", route, {"status": status, "message": message, "code": code, "type": type,
                                      "param": param, "headers": dict(headers) if headers is not None else None,
-                                     "when": when}, _common(**common))
+                                     "retry_after": retry_after, "when": when}, _common(**common))
 
     @classmethod
     def latency(cls, route: str | None, latency_ms: int, *, when: When | None = None, **common: Any) -> Fault:

@@ -11,9 +11,11 @@ Loaded through the package's `pytest11` entry point (disable with `-p no:hermes_
   options changed, one per option set, reset for the test;
 - `@pytest.mark.hermes_fixture("file.json" | {...})`: seed a fixture (a path is relative to
   the test file); `@pytest.mark.hermes_faults([...])`: install faults;
+- `@pytest.mark.hermes_audit` (or `--hermes-audit`/`hermes_audit = true` for every test): after
+  the test, the server's audit of the test's traffic; an error finding fails the test;
 - options and ini keys: `--hermes-agent`/`hermes_agent`, `--hermes-deterministic`/
   `hermes_deterministic`, `--hermes-serve-args`/`hermes_serve_args`, `hermes_startup_timeout`,
-  `--hermes-no-restart`/`hermes_restart`.
+  `--hermes-no-restart`/`hermes_restart`, `--hermes-audit`/`hermes_audit`.
 
 A failing test gets the server's log of that test (and the requests it received) as report
 sections; a server that died is named in the report of the test it died in, then restarted
@@ -36,6 +38,7 @@ import pytest
 from hermes_server.testkit.options import HermesOptions
 
 if TYPE_CHECKING:
+    from hermes_server.testkit.audit import Audit
     from hermes_server.testkit.process import HermesServer
 
 MARKERS = (
@@ -43,6 +46,8 @@ MARKERS = (
      "(dicts, or JSON/YAML paths relative to the test file) after its reset"),
     ("hermes_faults(faults): install these faults (a list of fault objects, or one) on the `hermes` server "
      "after its reset"),
+    ("hermes_audit: after the test, fail it when the server's audit of its traffic (GET /_fixture/audit) "
+     "has an error finding; the findings go in a report section"),
 )
 _REQUESTS_SHOWN = 50
 
@@ -56,6 +61,8 @@ class _State:
     """What the hooks share: the server (once a test asked for it) and what happened to it."""
 
     server: HermesServer | None = None
+    # The servers reset for the running test (`hermes`, `make_hermes`): their journals are its traffic.
+    reset_for_test: list[HermesServer] = field(default_factory=list)
     log_mark: int = 0
     died_in: str | None = None
     startups: list[float] = field(default_factory=list)
@@ -63,6 +70,7 @@ class _State:
 
 
 STATE = pytest.StashKey[_State]()
+AUDITS = pytest.StashKey[list[tuple[str, "Audit | str"]]]()  # per test: (server, its audit or why not)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -75,12 +83,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="more `hermes-server serve` flags, one shell-quoted string (ini: hermes_serve_args)")
     group.addoption("--hermes-no-restart", action="store_true", default=None,
                     help="fail the tests after a server crash instead of restarting it (ini: hermes_restart)")
+    group.addoption("--hermes-audit", action="store_true", default=None,
+                    help="audit every test's traffic; an error finding fails the test (ini: hermes_audit)")
     parser.addini("hermes_agent", "agent answering chat turns (echo, openai, script)", default="")
     parser.addini("hermes_deterministic", "reproducible ids and a settable clock", type="bool", default=False)
     parser.addini("hermes_serve_args", "more `hermes-server serve` flags", type="args", default=[])
     parser.addini("hermes_startup_timeout", "seconds the server gets to answer after it starts", default="20")
     parser.addini("hermes_restart", "restart a server that died (else later tests fail saying why)",
                   type="bool", default=True)
+    parser.addini("hermes_audit", "audit every test's traffic (GET /_fixture/audit); an error finding fails it",
+                  type="bool", default=False)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -193,6 +205,7 @@ def make_hermes(hermes_options: HermesOptions, _hermes_servers: _Servers,
         server = _hermes_servers.get(hermes_options.replace(**changes), state)
         if reset:
             server.control.reset()
+            state.reset_for_test.append(server)
         return server
 
     return make
@@ -203,6 +216,7 @@ def hermes(hermes_server: HermesServer, request: pytest.FixtureRequest) -> Herme
     """The session's server, reset, then seeded and given faults by the test's markers."""
     control = hermes_server.control
     control.reset()
+    request.config.stash[STATE].reset_for_test.append(hermes_server)
     for document in _marked_documents(request):
         try:
             control.seed(document)
@@ -254,7 +268,7 @@ def _marked_faults(request: pytest.FixtureRequest) -> list[dict[str, Any]]:
 def _hermes_guard(request: pytest.FixtureRequest) -> None:
     """Before a test that uses the server: bring a dead one back (or fail saying why); a test with
     a hermes_* marker gets the `hermes` fixture even when it did not name it."""
-    marked = any(request.node.get_closest_marker(name) for name in ("hermes_fixture", "hermes_faults"))
+    marked = any(request.node.get_closest_marker(name) for name in ("hermes_fixture", "hermes_faults", "hermes_audit"))
     if "hermes_server" not in request.fixturenames and not marked:
         return
     server = request.getfixturevalue("hermes_server")
@@ -289,6 +303,41 @@ def _bring_back(server: HermesServer, state: _State, request: pytest.FixtureRequ
 def pytest_runtest_setup(item: pytest.Item) -> None:
     state = item.config.stash[STATE]
     state.log_mark = state.server.log_size() if state.server else 0
+    state.reset_for_test = []
+
+
+def _audited(item: pytest.Item) -> bool:
+    if item.get_closest_marker("hermes_audit"):
+        return True
+    return bool(item.config.getoption("hermes_audit") or item.config.getini("hermes_audit"))
+
+
+def _audit(item: pytest.Item) -> str | None:
+    """Audit each live server reset for this test (its journal is this test's traffic: a server
+    that died is named by the report instead); keep the audits for the report section."""
+    from hermes_server.testkit.audit import audit_each
+
+    servers = dict.fromkeys(item.config.stash[STATE].reset_for_test)
+    audits, failure = audit_each({s.base_url: s.control for s in servers if s.alive})
+    item.stash[AUDITS] = audits
+    return failure
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """With the audit on: after a test that passed, its traffic's error findings fail it (a test
+    that failed already keeps its own failure; its audit is still shown)."""
+    if not _audited(item):
+        return (yield)
+    try:
+        result = yield
+    except BaseException:
+        _audit(item)
+        raise
+    failure = _audit(item)
+    if failure is not None:
+        pytest.fail(failure, pytrace=False)
+    return result
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -298,6 +347,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report: pytest.TestReport = outcome.get_result()
     state = item.config.stash[STATE]
     server = state.server
+    if call.when == "call" and item.stash.get(AUDITS, None):
+        report.sections.append(("hermes-server audit", "\n".join(
+            f"{name}: {audit if isinstance(audit, str) else audit.describe()}" for name, audit in item.stash[AUDITS])))
     if server is None or "hermes_server" not in getattr(item, "fixturenames", ()):
         return
     died_now = server.returncode is not None and state.died_in is None

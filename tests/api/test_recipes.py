@@ -3,6 +3,10 @@
 The page has one recipe per row of seed 003's "Recover by lifecycle phase" table and
 seed 000's "Handle provider failures" table; this module checks that too, so a row
 cannot be dropped and a recipe cannot drift from what the server does.
+
+Each recipe is then audited as a connector's suite audits itself (the kit's
+`assert_clean()`, what `@pytest.mark.hermes_audit` runs): a recipe shows a careful
+connector, so its traffic has no error finding, except the deliberately wrong ones.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
+from hermes_server.testkit import FixtureClient
 from tests.support.server import KEY, RunningServer, start_server
 from tests.support.sse import parse_frames
 
@@ -45,6 +50,12 @@ TRANSPORT = {
     "reset": (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError),
     "timeout": (httpx.TimeoutException,),
 }
+
+
+# The recipes that show a wrong connector on purpose: the audit's own `audit-<rule>` ones (their
+# `-clean` twins are careful). Their traffic must fail the audit when it has an error finding.
+def deliberately_wrong(name: str) -> bool:
+    return name.startswith("audit-") and not name.endswith("-clean")
 
 
 def recipes() -> list[tuple[str, dict[str, Any]]]:
@@ -154,10 +165,9 @@ def check_step(client: httpx.Client, step: dict[str, Any], saved: dict[str, str]
         saved[key] = dig(response.json(), path)
 
 
-@pytest.mark.parametrize("name, recipe", recipes(), ids=[name for name, _ in recipes()])
-def test_recipe(servers, name: str, recipe: dict[str, Any]) -> None:
-    srv = servers(tuple(recipe.get("server", ())), recipe.get("script"))
-    client = srv.client
+def run_recipe(client: httpx.Client, name: str, recipe: dict[str, Any], key: str | None) -> None:
+    """Load the recipe's state on the server `client` talks to, then make and check its steps.
+    (tests/testkit/test_audit_recipes.py runs the same through the pytest plugin.)"""
     assert client.post("/_fixture/reset", json={"to": "empty"}).status_code == 200
     if "seed" in recipe:
         assert client.post("/_fixture/seed", json=recipe["seed"]).status_code == 200
@@ -165,7 +175,7 @@ def test_recipe(servers, name: str, recipe: dict[str, Any]) -> None:
         assert client.put("/_fixture/faults", json={"faults": recipe["faults"]}).status_code == 200
     client.delete("/_fixture/requests")  # the journal holds only the recipe's own requests
     # `{key}` is the server's key, for headers other than the bearer one (herm.run's x-api-key).
-    saved: dict[str, str] = {"key": srv.key or ""}
+    saved: dict[str, str] = {"key": key or ""}
     for number, step in enumerate(recipe["steps"], 1):
         if "wait_ms" in step:
             time.sleep(step["wait_ms"] / 1000)
@@ -177,3 +187,23 @@ def test_recipe(servers, name: str, recipe: dict[str, Any]) -> None:
                     done.result()
             continue
         check_step(client, step, saved, f"{name} step {number} ({step['send']})")
+
+
+@pytest.mark.parametrize("name, recipe", recipes(), ids=[name for name, _ in recipes()])
+def test_recipe(servers, name: str, recipe: dict[str, Any]) -> None:
+    srv = servers(tuple(recipe.get("server", ())), recipe.get("script"))
+    run_recipe(srv.client, name, recipe, srv.key)
+    audit_recipe(FixtureClient(srv.url, srv.key), name)
+
+
+def audit_recipe(control: FixtureClient, name: str) -> None:
+    """A careful recipe audits clean (warnings allowed); a wrong one is reported, its errors failing."""
+    with control:
+        if not deliberately_wrong(name):
+            control.assert_clean()
+            return
+        audit = control.audit()
+        assert audit.findings, f"{name}: the audit reports nothing"
+        if audit.errors:
+            with pytest.raises(AssertionError, match=audit.errors[0].rule):
+                control.assert_clean()

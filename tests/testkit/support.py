@@ -86,3 +86,13 @@ def wait_gone(pid: int, within: float = 10.0) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def outcomes(output: str) -> dict[str, str]:
+    """Test name -> PASSED/FAILED, from `-rA`'s short summary."""
+    found = {}
+    for line in output.splitlines():
+        word, _, rest = line.partition(" ")
+        if word in ("PASSED", "FAILED", "ERROR") and "::" in rest:
+            found[rest.split("::")[1].split(" ")[0]] = word
+    return found
