@@ -83,7 +83,10 @@ class Traffic:
     is a lookup, not a scan: the audit of a full journal stays linear."""
 
     def __init__(self, entries: Sequence[Entry]) -> None:
-        self.calls = [Call(index, entry) for index, entry in enumerate(entries)]
+        # In the order the connector sent them: a journal seq is given when a request finishes, so a
+        # chat sent before a delete that overtook it would otherwise read as a chat after the delete.
+        ordered = sorted(entries, key=lambda entry: (entry.time, entry.seq))
+        self.calls = [Call(index, entry) for index, entry in enumerate(ordered)]
         self.same: dict[tuple[Any, ...], list[int]] = defaultdict(list)
         self.reads: dict[str, list[int]] = defaultdict(list)
         self.lists: list[int] = []

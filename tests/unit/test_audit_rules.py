@@ -95,6 +95,16 @@ def test_limits_and_pages() -> None:
     assert rules(short, other_filter) == []
 
 
+def test_the_audit_reads_calls_in_the_order_they_were_sent() -> None:
+    """A seq is given when a request finishes: a chat sent first and overtaken by a delete is not a
+    chat after the delete (the race-turn-recreates recipe), while a chat sent after it is."""
+    chat, delete = entry(2, "POST", "session_chat", "s"), entry(1, "DELETE", "session", "s")
+    chat.time, delete.time = 10.0, 10.15
+    assert rules(delete, chat) == []
+    chat.time = 10.3
+    assert rules(delete, chat) == [("chat-after-close", [1, 2])]
+
+
 def test_extra_rules() -> None:
     close = entry(1, "PATCH", "session", "s", body={"end_reason": "client_closed"})
     assert rules(close, entry(2, "POST", "session_chat", "s")) == [("chat-after-close", [1, 2])]
