@@ -31,6 +31,7 @@ from hermes_server.context import AppContext
 from hermes_server.dialects import KNOWN
 from hermes_server.domain.clock import Clock
 from hermes_server.domain.ids import IdSource
+from hermes_server.domain.profiles import PROFILES
 from hermes_server.domain.quirks import Quirks
 from hermes_server.families import FixtureParts, with_defaults
 from hermes_server.http.auth import bearer_check
@@ -138,7 +139,8 @@ class HermesApp:
         self.dialects = dialects = Dialects.build(settings, make_db)
         routes = build_routes() + dialects.routes
         quirks = Quirks.upstream(settings.upstream_quirks)
-        errors = build_errors(quirks).merged(dialects.errors)
+        profile = PROFILES[settings.hermes_version]
+        errors = build_errors(quirks, profile).merged(dialects.errors)
         parts = dialects.fixture_parts(settings)
         start_fixture = self._start_fixture(settings, parts)
         state = StateRegistry()
@@ -158,7 +160,7 @@ class HermesApp:
             slots=Slots(settings.max_concurrent_runs, turns),
             reads=ReadCache(db, int(settings.read_cache_mb * 1024 * 1024)),
             jobs=JobsFile(settings.home, clock.now), hooks=control.hooks if control else NO_HOOKS,
-            api_components=dialects.components, quirks=quirks,
+            api_components=dialects.components, quirks=quirks, profile=profile,
         )
         register_state(ctx, dialects)
         self.start_fixture = start_fixture
