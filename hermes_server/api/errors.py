@@ -27,6 +27,7 @@ from hermes_server.domain.errors import (
     TooManyRuns,
 )
 from hermes_server.domain.jobs import JobError, JobInputError, JobsFileError
+from hermes_server.domain.model_lock import LockRefused
 from hermes_server.domain.openai_messages import MessagesError
 from hermes_server.domain.profiles import HERMES_0_19, Profile
 from hermes_server.domain.quirks import Quirks
@@ -119,6 +120,7 @@ HERMES_ERRORS = ErrorMap({
     CompletionFailed: _api(lambda exc: ApiError(500, f"Internal server error: {exc.cause}", type_="server_error")),
     TooManyRuns: _api(lambda exc: ApiError(429, str(exc), "rate_limit_exceeded", type_="rate_limit_error",
                                            headers={"Retry-After": "1"})),
+    LockRefused: _api(lambda exc: ApiError(exc.status, exc.message, exc.code, exc.param)),
     JobError: lambda exc: bare_error(exc.status, exc.message),
     JobInputError: lambda exc: bare_error(400, exc.message),
     JobsFileError: lambda exc: bare_error(500, str(exc)),
