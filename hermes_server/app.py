@@ -31,13 +31,14 @@ from hermes_server.context import AppContext
 from hermes_server.dialects import KNOWN
 from hermes_server.domain.clock import Clock
 from hermes_server.domain.ids import IdSource
+from hermes_server.domain.profiles import HERMES_0_19, PROFILES, Profile
 from hermes_server.domain.quirks import Quirks
 from hermes_server.families import FixtureParts, with_defaults
 from hermes_server.http.auth import bearer_check
 from hermes_server.http.pipeline import Check, Pipeline
 from hermes_server.http.routing import BEARER, Route, Router
 from hermes_server.openapi.schemas import FIRE_TOKEN
-from hermes_server.routes import catalog, chat, completions, discovery, jobs, responses, runs, sessions
+from hermes_server.routes import catalog, chat, completions, discovery, jobs, models, responses, runs, sessions
 from hermes_server.state import StateRegistry
 from hermes_server.store import migrate
 from hermes_server.store.db import Database, DatabaseFactory, Prepare
@@ -54,10 +55,21 @@ if TYPE_CHECKING:
     from hermes_server.testing.storage_gate import StorageGates
 
 
-def build_routes() -> list[Route]:
-    """Every Hermes path this server serves, in upstream's order (discovery, sessions, chat)."""
-    return [*discovery.routes(), *sessions.routes(), *chat.routes(), *completions.routes(), *responses.routes(),
-            *runs.routes(), *catalog.routes(), *jobs.routes()]
+def build_routes(profile: Profile = HERMES_0_19) -> list[Route]:
+    """Every Hermes path this server serves, in upstream's order (discovery, sessions, chat),
+    with the routes the version profile adds, each where upstream's table has it."""
+    return models.with_additions([
+        *discovery.routes(), *sessions.routes(), *chat.routes(), *completions.routes(), *responses.routes(),
+        *runs.routes(), *catalog.routes(), *jobs.routes()], profile)
+
+
+def merged_components(*parts: dict[str, Any]) -> dict[str, Any]:
+    """OpenAPI components (by section) of the served dialects and the profile's added routes."""
+    merged: dict[str, Any] = {}
+    for part in parts:
+        for section, entries in part.items():
+            merged.setdefault(section, {}).update(entries)
+    return merged
 
 
 def security_checks(settings: Settings) -> dict[str, Check]:
@@ -136,9 +148,10 @@ class HermesApp:
         make_db = DatabaseMaker(settings, gates)
         db = make_db(settings.db_path)
         self.dialects = dialects = Dialects.build(settings, make_db)
-        routes = build_routes() + dialects.routes
+        profile = PROFILES[settings.hermes_version]
+        routes = build_routes(profile) + dialects.routes
         quirks = Quirks.upstream(settings.upstream_quirks)
-        errors = build_errors(quirks).merged(dialects.errors)
+        errors = build_errors(quirks, profile).merged(dialects.errors)
         parts = dialects.fixture_parts(settings)
         start_fixture = self._start_fixture(settings, parts)
         state = StateRegistry()
@@ -158,7 +171,8 @@ class HermesApp:
             slots=Slots(settings.max_concurrent_runs, turns),
             reads=ReadCache(db, int(settings.read_cache_mb * 1024 * 1024)),
             jobs=JobsFile(settings.home, clock.now), hooks=control.hooks if control else NO_HOOKS,
-            api_components=dialects.components, quirks=quirks,
+            api_components=merged_components(dialects.components, models.components(profile)), quirks=quirks,
+            profile=profile,
         )
         register_state(ctx, dialects)
         self.start_fixture = start_fixture

@@ -74,6 +74,8 @@ class Settings:
     deterministic: bool = False
     # Answer as 0.19.0 does where docs/differences.md lists a deviation (serve --upstream-quirks).
     upstream_quirks: bool = False
+    # The Hermes release answered as (serve --hermes-version; domain/profiles.py, docs/versions.md).
+    hermes_version: str = "0.19.0"
     # The values of the known dialects' own options, by their rows' `dest` (each dialect's
     # switch among them); read as attributes, like the fields above.
     extras: Mapping[str, Any] = field(default_factory=dict, hash=False)

@@ -23,6 +23,7 @@ from hermes_server.chat.tasks import TurnTasks
 from hermes_server.config import Settings
 from hermes_server.domain.clock import Clock
 from hermes_server.domain.ids import IdSource
+from hermes_server.domain.profiles import HERMES_0_19, Profile
 from hermes_server.domain.quirks import DEFAULT_QUIRKS, Quirks
 from hermes_server.state import StateRegistry
 from hermes_server.store.db import Database
@@ -69,6 +70,8 @@ class AppContext:
     api_components: dict[str, Any] = field(default_factory=dict)
     # Which documented deviations from 0.19.0 are switched off (`--upstream-quirks`).
     quirks: Quirks = DEFAULT_QUIRKS
+    # The Hermes release answered as (`--hermes-version`): what /health and capabilities report.
+    profile: Profile = HERMES_0_19
     # When this app began serving, as /health/detailed reports it.
     started_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
 

@@ -13,6 +13,7 @@ from typing import Any
 from starlette.responses import Response
 
 from hermes_server.api.deviations import CrashingInput, Deviation, deviation_rows
+from hermes_server.api.profiles import profile_rows
 from hermes_server.domain.content import ContentError
 from hermes_server.domain.errors import (
     AgentFailed,
@@ -26,7 +27,9 @@ from hermes_server.domain.errors import (
     TooManyRuns,
 )
 from hermes_server.domain.jobs import JobError, JobInputError, JobsFileError
+from hermes_server.domain.model_lock import LockRefused
 from hermes_server.domain.openai_messages import MessagesError
+from hermes_server.domain.profiles import HERMES_0_19, Profile
 from hermes_server.domain.quirks import Quirks
 from hermes_server.domain.redact import redact
 from hermes_server.domain.titles import TitleTooLong
@@ -117,6 +120,7 @@ HERMES_ERRORS = ErrorMap({
     CompletionFailed: _api(lambda exc: ApiError(500, f"Internal server error: {exc.cause}", type_="server_error")),
     TooManyRuns: _api(lambda exc: ApiError(429, str(exc), "rate_limit_exceeded", type_="rate_limit_error",
                                            headers={"Retry-After": "1"})),
+    LockRefused: _api(lambda exc: ApiError(exc.status, exc.message, exc.code, exc.param)),
     JobError: lambda exc: bare_error(exc.status, exc.message),
     JobInputError: lambda exc: bare_error(400, exc.message),
     JobsFileError: lambda exc: bare_error(500, str(exc)),
@@ -124,7 +128,9 @@ HERMES_ERRORS = ErrorMap({
 })
 
 
-def build_errors(quirks: Quirks) -> ErrorMap:
-    """The app's error table: the Hermes rows, and for each documented deviation hermes-server's
-    answer or 0.19.0's, as `quirks` chooses (once, here)."""
-    return HERMES_ERRORS.merged(deviation_rows(quirks, HERMES_ERRORS))
+def build_errors(quirks: Quirks, profile: Profile = HERMES_0_19) -> ErrorMap:
+    """The app's error table: the Hermes rows, the rows the version profile swaps in (its 401),
+    and for each documented deviation hermes-server's answer or 0.19.0's, as `quirks` chooses
+    (once, here). A deviation's swap renders through the profile's rows, so both apply."""
+    base = HERMES_ERRORS.merged(profile_rows(profile))
+    return base.merged(deviation_rows(quirks, base))

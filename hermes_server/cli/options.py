@@ -21,6 +21,7 @@ from typing import Any
 
 from hermes_server.agents import AGENT_NAMES
 from hermes_server.config import Settings
+from hermes_server.domain.profiles import PROFILES
 from hermes_server.http.logs import FORMATS, LEVELS
 
 Parser = Callable[[str], Any]
@@ -238,6 +239,8 @@ SERVE_OPTIONS: tuple[Option, ...] = (
     Option("cors_origins", "--cors-origins", "API_SERVER_CORS_ORIGINS", SETTING, origins,
            "comma-separated browser origins allowed, or *", metavar="LIST",
            shown_default="none: any Origin header is refused with 403"),
+    Option("hermes_version", "--hermes-version", "HERMES_SERVER_HERMES_VERSION", SETTING, one_of(tuple(PROFILES)),
+           f"the Hermes release to answer as: {', '.join(PROFILES)} (docs/versions.md)", metavar="VERSION"),
     Option("log_level", "--log-level", "HERMES_SERVER_LOG_LEVEL", SETTING, one_of(LEVELS),
            f"log verbosity: {', '.join(LEVELS)}", metavar="LEVEL"),
     Option("log_format", "--log-format", "HERMES_SERVER_LOG_FORMAT", SETTING, one_of(FORMATS),

@@ -10,17 +10,17 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-from hermes_server import UPSTREAM_VERSION
 from hermes_server.context import AppContext
 from hermes_server.domain import readiness
 from hermes_server.domain.errors import DatabaseUnavailable, SchemaMismatch
+from hermes_server.domain.profiles import HERMES_0_19, Profile
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Method, Operation, Route
 from hermes_server.openapi.document import build_document, operations
@@ -29,42 +29,6 @@ from hermes_server.store import health as store_health
 from hermes_server.store import home_check as store_home
 
 PLATFORM = "hermes-agent"
-
-# Upstream's feature flags, in its order, with the value each has when served.
-# Flags no served operation provides are reported as false.
-FEATURES: tuple[tuple[str, bool | str], ...] = (
-    ("chat_completions", True),
-    ("chat_completions_streaming", True),
-    ("responses_api", True),
-    ("responses_streaming", True),
-    ("run_submission", True),
-    ("run_status", True),
-    ("run_events_sse", True),
-    ("run_stop", True),
-    ("run_approval_response", True),
-    ("tool_progress_events", True),
-    ("approval_events", True),
-    ("session_resources", True),
-    ("session_chat", True),
-    ("session_chat_streaming", True),
-    ("session_fork", True),
-    ("admin_config_rw", True),
-    ("jobs_admin", True),
-    ("memory_write_api", True),
-    ("skills_api", True),
-    ("audio_api", True),
-    ("realtime_voice", True),
-    ("session_continuity_header", "X-Hermes-Session-Id"),
-    ("session_key_header", "X-Hermes-Session-Key"),
-)
-
-# Upstream's endpoint names, in its order; served names not listed here come last.
-ENDPOINT_ORDER = (
-    "health", "health_detailed", "models", "chat_completions", "responses", "runs", "run_status",
-    "run_events", "run_approval", "run_stop", "skills", "toolsets", "sessions", "session_create",
-    "session", "session_update", "session_delete", "session_messages", "session_fork",
-    "session_chat", "session_chat_stream",
-)
 
 # 0.19.0's runtime block, word for word: clients compare it, and hermes-server, like the
 # server it stands in for, runs the agent (and any tool) inside the server process.
@@ -81,7 +45,7 @@ RUNTIME = {
 
 async def health(request: Request, ctx: AppContext) -> Response:
     """GET /health and /v1/health: unauthenticated liveness, shaped like upstream."""
-    return HermesJSONResponse({"status": "ok", "platform": PLATFORM, "version": UPSTREAM_VERSION})
+    return HermesJSONResponse({"status": "ok", "platform": PLATFORM, "version": ctx.profile.version})
 
 
 async def _state_db_check(ctx: AppContext) -> dict[str, Any]:
@@ -133,7 +97,7 @@ async def health_detailed(request: Request, ctx: AppContext) -> Response:
         "status": status,
         "readiness": {"status": status, "checks": checks},
         "platform": PLATFORM,
-        "version": UPSTREAM_VERSION,
+        "version": ctx.profile.version,
         "gateway_state": state,
         "platforms": platforms,
         "active_agents": active,
@@ -154,15 +118,17 @@ async def models(request: Request, ctx: AppContext) -> Response:
     }]})
 
 
-def _rank(name: str) -> tuple[int, str]:
-    return (ENDPOINT_ORDER.index(name) if name in ENDPOINT_ORDER else len(ENDPOINT_ORDER), name)
+def _rank(order: tuple[str, ...]) -> Callable[[str], tuple[int, str]]:
+    return lambda name: (order.index(name) if name in order else len(order), name)
 
 
-def capabilities_body(routes: Iterable[Route], *, model: str, key_required: bool, cors: bool) -> dict[str, Any]:
-    """Upstream's capabilities object, with features and endpoints derived from `routes`."""
+def capabilities_body(routes: Iterable[Route], *, model: str, key_required: bool, cors: bool,
+                      profile: Profile = HERMES_0_19) -> dict[str, Any]:
+    """Upstream's capabilities object, with features and endpoints derived from `routes`, named
+    and ordered as the profile's release does. Flags no served operation provides are false."""
     served = list(operations(routes))
     provided = {feature for _, _, op in served for feature in op.features}
-    features: dict[str, bool | str] = {name: (value if name in provided else False) for name, value in FEATURES}
+    features: dict[str, bool | str] = {name: (value if name in provided else False) for name, value in profile.features}
     features["cors"] = cors
     endpoints = {op.capability: {"method": method, "path": route.template}
                  for route, method, op in served if op.capability}
@@ -173,7 +139,7 @@ def capabilities_body(routes: Iterable[Route], *, model: str, key_required: bool
         "auth": {"type": "bearer", "required": key_required},
         "runtime": RUNTIME,
         "features": features,
-        "endpoints": {name: endpoints[name] for name in sorted(endpoints, key=_rank)},
+        "endpoints": {name: endpoints[name] for name in sorted(endpoints, key=_rank(profile.endpoint_order))},
     }
 
 
@@ -182,7 +148,7 @@ async def capabilities(request: Request, ctx: AppContext) -> Response:
     settings = ctx.settings
     return HermesJSONResponse(capabilities_body(
         ctx.routes, model=settings.model_name,
-        key_required=bool(settings.api_key), cors=bool(settings.cors_origins),
+        key_required=bool(settings.api_key), cors=bool(settings.cors_origins), profile=ctx.profile,
     ))
 
 

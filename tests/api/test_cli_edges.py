@@ -37,6 +37,7 @@ BAD_VALUES: dict[str, list[str]] = {
     "cors_origins": ["localhost:3000", "http://a.example/path"],
     "log_level": ["loud"],
     "log_format": ["xml"],
+    "hermes_version": ["0.20", "9.9.9"],
     "shutdown_grace_seconds": ["0", "-1", "inf", "nan", "soon"],
     "turn_drain_seconds": ["0", "forever"],
     "agent": ["gpt"],

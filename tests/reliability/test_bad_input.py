@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import pytest
 
 from hermes_server.app import build_routes
+from hermes_server.domain.profiles import PROFILES
 from hermes_server.hermrun.fixture import control_routes as herm_run_control_routes
 from hermes_server.hermrun.routes import build_routes as herm_run_routes
 from hermes_server.testing.control import Control
@@ -231,3 +232,18 @@ def test_bad_input_on_the_herm_run_routes_is_refused_without_a_5xx(tmp_path_fact
     finally:
         srv.stop()
     print(f"\nbad input: {sent} hand-written requests over {len(routes)} herm.run routes, no 5xx, no traceback")
+
+
+@pytest.mark.parametrize("version", ["0.20.4", "0.21.2"])
+def test_bad_input_on_every_route_of_a_newer_profile_is_refused_without_a_5xx(
+        tmp_path_factory: pytest.TempPathFactory, version: str) -> None:
+    """The same battery over a version profile's route table, its added routes included."""
+    srv = start_server(tmp_path_factory.mktemp("profile") / "hermes", "--hermes-version", version)
+    try:
+        assert srv.client.post("/api/sessions", json={"id": EXISTING}).status_code == 201
+        _battery(srv, build_routes(PROFILES[version]))
+        assert log_trouble(srv) == []
+        assert integrity(srv.db_path) == "ok"
+        assert srv.client.get(f"/api/sessions/{EXISTING}").status_code in (200, 404)
+    finally:
+        srv.stop()

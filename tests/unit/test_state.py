@@ -34,6 +34,7 @@ STATELESS = {
     "hooks": "test control's hook object: it holds only the fault registry, which is registered ('faults')",
     "api_components": "OpenAPI components of the served dialects, constant",
     "quirks": "frozen configuration (--upstream-quirks)",
+    "profile": "frozen configuration (--hermes-version)",
     "started_at": "when the process began serving (/health/detailed): a reset does not restart the process",
     "slots": "the requests admitted now, which end by themselves; the turns it counts are 'turns'",
 }

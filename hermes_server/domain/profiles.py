@@ -1,0 +1,103 @@
+"""Version profiles: which Hermes release this server answers as (`serve --hermes-version`).
+
+A profile is plain data, chosen once when the app is built (as the quirks are): the
+version `/health` reports, the capability flags and endpoint names `/v1/capabilities`
+lists (in that release's order), the 401 envelope, and the optional route groups it
+serves. What a profile swaps and adds to the app is written down once, in
+`api/profiles.py`; no handler asks which version it is. The default, 0.19.0, answers
+byte for byte as before. docs/versions.md lists every behaviour by profile with its source.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+Features = tuple[tuple[str, bool | str], ...]
+
+# 0.19.0's feature flags, in its order, with the value each has when served.
+FEATURES_0_19: Features = (
+    ("chat_completions", True),
+    ("chat_completions_streaming", True),
+    ("responses_api", True),
+    ("responses_streaming", True),
+    ("run_submission", True),
+    ("run_status", True),
+    ("run_events_sse", True),
+    ("run_stop", True),
+    ("run_approval_response", True),
+    ("tool_progress_events", True),
+    ("approval_events", True),
+    ("session_resources", True),
+    ("session_chat", True),
+    ("session_chat_streaming", True),
+    ("session_fork", True),
+    ("admin_config_rw", True),
+    ("jobs_admin", True),
+    ("memory_write_api", True),
+    ("skills_api", True),
+    ("audio_api", True),
+    ("realtime_voice", True),
+    ("session_continuity_header", "X-Hermes-Session-Id"),
+    ("session_key_header", "X-Hermes-Session-Key"),
+)
+
+# The 0.21.2 probe's order (the only newer release whose full capabilities JSON is public),
+# without the two object-valued flags 0.21 adds; 0.20.4 is taken to share it.
+FEATURES_0_20: Features = (
+    *FEATURES_0_19[:8],
+    ("run_steer", True),
+    *FEATURES_0_19[8:12],
+    ("model_options", True),
+    *FEATURES_0_19[12:15],
+    ("session_model_lock", True),
+    *FEATURES_0_19[15:],
+)
+
+# Endpoint names in each release's order; served names not listed come last.
+ENDPOINTS_0_19 = (
+    "health", "health_detailed", "models", "chat_completions", "responses", "runs", "run_status",
+    "run_events", "run_approval", "run_stop", "skills", "toolsets", "sessions", "session_create",
+    "session", "session_update", "session_delete", "session_messages", "session_fork",
+    "session_chat", "session_chat_stream",
+)
+ENDPOINTS_0_20 = (
+    "health", "health_detailed", "models", "model_options", "chat_completions", "responses", "runs",
+    "run_status", "run_events", "run_approval", "run_steer", "run_stop", "skills", "toolsets", "sessions",
+    "session_create", "session", "session_update", "session_delete", "session_messages", "session_fork",
+    "session_chat", "session_chat_stream", "session_model_lock",
+)
+
+
+class Addition(Enum):
+    """A group of behaviour a newer release added, switched on by a profile that has it."""
+
+    # The 401 `gateway_auth_failed` envelope (#70169).
+    GATEWAY_AUTH = "gateway_auth"
+    # GET /api/model/options (0.20.0).
+    MODEL_OPTIONS = "model_options"
+    # POST /api/sessions/{session_id}/model (#70950).
+    SESSION_MODEL_LOCK = "session_model_lock"
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One Hermes release as this server answers it."""
+
+    version: str
+    features: Features = FEATURES_0_19
+    endpoint_order: tuple[str, ...] = ENDPOINTS_0_19
+    additions: frozenset[Addition] = frozenset()
+
+    def __contains__(self, addition: object) -> bool:
+        return addition in self.additions
+
+
+_SINCE_0_20 = frozenset({Addition.GATEWAY_AUTH, Addition.MODEL_OPTIONS, Addition.SESSION_MODEL_LOCK})
+
+HERMES_0_19 = Profile("0.19.0")
+HERMES_0_20 = Profile("0.20.4", FEATURES_0_20, ENDPOINTS_0_20, _SINCE_0_20)
+HERMES_0_21 = Profile("0.21.2", FEATURES_0_20, ENDPOINTS_0_20, _SINCE_0_20)
+
+PROFILES: dict[str, Profile] = {p.version: p for p in (HERMES_0_19, HERMES_0_20, HERMES_0_21)}
+DEFAULT_VERSION = HERMES_0_19.version
