@@ -198,6 +198,13 @@ class Option:
             where.append("default off")
         return f"{self.help} ({'; '.join(where)})"
 
+    def source(self, given: Any) -> str | None:
+        """Where a value was given (the flag, else the environment variable's name, never its
+        value: it may be a key), or None when the default holds."""
+        if given not in (None, False):
+            return self.flag
+        return self.env if self.env and env_text(self.env) is not None else None
+
     def resolve(self, given: Any) -> Any:
         """The value from the flag (`given`), else the environment, else the default."""
         if self.switch:

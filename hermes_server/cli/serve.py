@@ -45,6 +45,10 @@ def settings_from_args(args: argparse.Namespace) -> tuple[Settings, bool]:
         key = key.strip()
     settled: dict[str, object] = {}
     for dialect, own in zip(KNOWN, extras, strict=True):
+        sources = {option.dest: option.source(getattr(args, option.dest)) for option in dialect.options}
+        refusal = dialect.refusal_when_off(sources, bool(own[dialect.switch]))
+        if refusal:
+            raise OptionError(refusal)
         settled.update(dialect.settle(own))
     return Settings(api_key=key, extras=settled, **values), no_auth
 
