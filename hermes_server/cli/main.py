@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from hermes_server import UPSTREAM_VERSION, __version__
 from hermes_server.cli.audit import audit
-from hermes_server.cli.healthcheck import healthcheck
+from hermes_server.cli.healthcheck import PROBE_OPTIONS, healthcheck
 from hermes_server.cli.options import (
     GROUP_TITLES,
     HOME,
@@ -82,8 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
     health.add_argument("--timeout", type=float, default=3.0, help="seconds to wait for the answer (default 3)")
     health.add_argument("--ready", action="store_true",
                         help="readiness instead of liveness: GET /health/detailed and exit 1 unless its state_db and "
-                             "gateway checks are ok (a home that cannot hold state.db fails it); the key is "
-                             "API_SERVER_KEY, else the one kept in HERMES_HOME")
+                             "gateway checks are ok (a home that cannot hold state.db fails it); it sends "
+                             "--api-key, else API_SERVER_KEY, else the key kept in --home, and says which")
+    add_options(health, PROBE_OPTIONS)
     grade = commands.add_parser(
         "audit",
         help="print the audit of a running --fixture-api server: what the connector did against the contract",
@@ -96,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "8642)")
     grade.add_argument("--api-key", default=None,
                        help="the server's key (default env API_SERVER_KEY, else the one kept in HERMES_HOME)")
+    add_options(grade, (HOME,))
     grade.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the answer (default 10)")
     return parser
 
