@@ -78,6 +78,19 @@ def _announce_key(settings: Settings, no_auth: bool) -> Settings | str:
     return Settings(**{**settings.__dict__, "api_key": kept.key})
 
 
+def _warn_unusable_home(settings: Settings) -> None:
+    """Say once, plainly, to someone at a terminal that a home which cannot hold state.db makes
+    every session route fail. The server still starts (a container must stay up and report
+    itself not ready), and the log names the problem as it does without a terminal."""
+    from hermes_server.store.home_check import plainly, probe
+
+    problem = probe(settings.home)
+    if problem is not None:
+        say(f"nothing will work until this is fixed: {plainly(problem, settings.home)}, so state.db cannot be "
+            f"created there and every session route answers 503. Point --home (HERMES_HOME) at a writable "
+            "directory.", settings.log_format, level="error", stream=sys.stderr)
+
+
 def serving_line(settings: Settings) -> str:
     """Where the server listens, and that it answers as 0.19.0 does when `--upstream-quirks` is on
     (someone reading its answers must know they are seeing 0.19.0's failures on purpose)."""
@@ -161,6 +174,8 @@ def serve(args: argparse.Namespace) -> int:
         app = create_app(settings)
     except ValueError as exc:  # an unusable --agent configuration
         return refuse(str(exc))
+    if sys.stderr.isatty():
+        _warn_unusable_home(settings)
     try:
         sock = bind(settings.host, settings.port)
     except ListenError as exc:
