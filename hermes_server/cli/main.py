@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     seed = commands.add_parser(
         "seed",
         help="load a fixture file into a state.db (a server may be running on it)",
-        description="Merge the sessions and messages of a fixture file (docs/fixtures.md) into "
+        description="Merge the sessions and messages of a fixture file (format: docs/fixtures.md in the source) into "
                     "HERMES_HOME/state.db in one transaction. An invalid fixture is rejected whole, "
                     "each problem named by its JSON path, and nothing is written."
                     + "".join(f" {dialect.seed_note}" for dialect in KNOWN if dialect.seed_note),
@@ -89,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
         "audit",
         help="print the audit of a running --fixture-api server: what the connector did against the contract",
         description="Ask a running server started with --fixture-api for its audit of the request journal "
-                    "(GET /_fixture/audit, docs/testing-connectors.md) and print the findings as a table. "
+                    "(GET /_fixture/audit; docs/testing-connectors.md in the source) and print the findings as a table. "
                     "Exit 0 when there is no error finding, 1 when there is one, 2 when the server could not be asked.",
     )
     grade.add_argument("--url", default=None,
