@@ -149,13 +149,7 @@ def serve(args: argparse.Namespace) -> int:
         say(message, fmt, level="error", stream=sys.stderr)
         return 2
 
-    keyed = _announce_key(settings, no_auth)
-    if isinstance(keyed, str):
-        return refuse(keyed)
-    settings = keyed
-    if no_auth and not _is_loopback(settings.host):
-        say(f"--no-auth on non-loopback address {settings.host}: anyone who can reach it can read and change "
-            "sessions.", fmt, level="warning", stream=sys.stderr)
+    # What refuses the start comes first: a refused start leaves the home as it was (no key file).
     try:
         check_existing(settings.db_path)
     except SchemaMismatch as exc:
@@ -167,6 +161,13 @@ def serve(args: argparse.Namespace) -> int:
         rejected = problems_of(settings.fixture_path, settings.db_path, parts=parts)
         if rejected is not None:
             return refuse(start_report(settings.fixture_path, rejected))
+    keyed = _announce_key(settings, no_auth)
+    if isinstance(keyed, str):
+        return refuse(keyed)
+    settings = keyed
+    if no_auth and not _is_loopback(settings.host):
+        say(f"--no-auth on non-loopback address {settings.host}: anyone who can reach it can read and change "
+            "sessions.", fmt, level="warning", stream=sys.stderr)
     if settings.fixture_api and settings.api_key is None and not _is_loopback(settings.host):
         say(f"--fixture-api without a key on {settings.host}: anyone who can reach it can reset the database.",
             fmt, level="warning", stream=sys.stderr)

@@ -61,3 +61,11 @@ def test_the_fresh_home_hint_stays_when_state_db_holds_the_clash(tmp_path: Path)
     done = run("serve", "--fixture", str(fixture), "--home", str(home), "--port", PORT, "--no-auth")
     assert done.returncode == 2, done.stderr
     assert "already exists in state.db" in done.stderr and "fresh --home" in done.stderr
+
+
+def test_a_refused_start_leaves_a_fresh_home_absent(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    fixture = write(tmp_path, {"sessions": [{"id": "b", "parent": "zzz"}]})
+    done = run("serve", "--fixture", str(fixture), "--home", str(home), "--port", PORT)
+    assert done.returncode == 2 and "generated API key" not in done.stdout + done.stderr
+    assert not home.exists()  # no key file kept for a server that never started
