@@ -39,13 +39,15 @@ RUN groupadd --system --gid 10001 hermes \
 # Listen on every interface of the container; state.db in the volume. Without
 # API_SERVER_KEY a key is generated, printed, and kept in /data/hermes-server.key. A stop
 # takes at most the grace period (open requests and streams) plus the turn drain (chat
-# turns still running, so they are stored): 6 + 3 = 9 s, under `docker stop`'s default
-# 10 s before SIGKILL. Raise them only with `docker stop -t` / compose stop_grace_period.
+# turns still running, so they are stored): 4 + 2 = 6 s, which leaves 4 s of `docker stop`'s
+# default 10 s before SIGKILL for closing state.db on a loaded machine (a stop with turns
+# running once took 9.3 s of 6 + 3). Raise them only with `docker stop -t` / compose
+# stop_grace_period.
 ENV HERMES_HOME=/data \
     API_SERVER_HOST=0.0.0.0 \
     API_SERVER_PORT=8642 \
-    HERMES_SERVER_SHUTDOWN_GRACE=6 \
-    HERMES_SERVER_TURN_DRAIN=3
+    HERMES_SERVER_SHUTDOWN_GRACE=4 \
+    HERMES_SERVER_TURN_DRAIN=2
 
 USER 10001:10001
 VOLUME ["/data"]

@@ -13,6 +13,7 @@ switch is: without it its paths are simply not routed. Each served dialect is on
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -198,7 +199,14 @@ class HermesApp:
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         ctx = self.context
         while True:
-            message = await receive()
+            try:
+                message = await receive()
+            except asyncio.CancelledError:
+                # A second Ctrl-C (or SIGTERM) forces uvicorn out without a lifespan shutdown and the
+                # loop's end cancels this wait: a stop asked for twice, not an error. Turns still
+                # running are cancelled (no drain: the user asked not to wait) and the stores closed.
+                await self._shut_down(0.0)
+                return
             if message["type"] == "lifespan.startup":
                 if not ctx.settings.db_path.exists():
                     ctx.db.home_problems.check()  # a home that cannot hold state.db is named in the log now
@@ -210,14 +218,19 @@ class HermesApp:
                     return
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
-                # Chat turns still running finish (and write) before the database closes.
-                await ctx.turns.drain(ctx.settings.turn_drain_seconds)
-                await ctx.agent.aclose()
-                await ctx.db.close()
-                await ctx.response_store.close()
-                await self.dialects.close()
+                await self._shut_down(ctx.settings.turn_drain_seconds)
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+    async def _shut_down(self, drain_seconds: float) -> None:
+        """Chat turns still running finish (and write) for up to `drain_seconds`, then the
+        database and the other stores close."""
+        ctx = self.context
+        await ctx.turns.drain(drain_seconds)
+        await ctx.agent.aclose()
+        await ctx.db.close()
+        await ctx.response_store.close()
+        await self.dialects.close()
 
 
 def register_state(ctx: AppContext, dialects: Dialects) -> None:

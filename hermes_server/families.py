@@ -97,6 +97,18 @@ class Dialect:
     def served(self, settings: Settings) -> bool:
         return bool(settings.extras.get(self.switch))
 
+    def refusal_when_off(self, sources: Mapping[str, str | None], on: bool) -> str | None:
+        """Why its other options, given (`sources`: where each was given, by dest) while its
+        switch is off, are refused: they would do nothing, and a silently ignored option
+        misleads more than a refusal. None when it is on or none of them was given."""
+        given = [where for dest, where in sources.items() if where and dest != self.switch]
+        if on or not given:
+            return None
+        switch = next(option for option in self.options if option.dest == self.switch)
+        env = f" (env {switch.env}=1)" if switch.env else ""
+        return (f"refusing to start: {', '.join(given)} given without {switch.flag}{env}: "
+                f"{self.name} is not served, so {'they' if len(given) > 1 else 'it'} would do nothing")
+
     def defaults(self) -> dict[str, Any]:
         """Its option values when no flag or environment variable is given."""
         return {option.dest: option.default for option in self.options}

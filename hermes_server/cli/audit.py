@@ -15,8 +15,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from hermes_server.cli.healthcheck import _key as server_key  # API_SERVER_KEY, else the kept key
-from hermes_server.cli.healthcheck import healthcheck_url
+from hermes_server.cli.healthcheck import healthcheck_url, probe_key
 
 COLUMNS = ("severity", "rule", "requests", "session", "what the connector should have done")
 
@@ -64,7 +63,7 @@ def audit(args: argparse.Namespace) -> int:
     """Print the audit; exit 1 on any error finding, 2 when the server could not be asked."""
     url = healthcheck_url(args.url, "/_fixture/audit")
     try:
-        answer = fetch(url, args.api_key or server_key(), args.timeout)
+        answer = fetch(url, probe_key(args)[0], args.timeout)
     except Unusable as problem:
         print(f"hermes-server audit: {problem}", file=sys.stderr)
         return 2

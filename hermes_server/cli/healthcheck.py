@@ -12,31 +12,47 @@ import json
 import sys
 import urllib.error
 import urllib.request
+from pathlib import Path
 
-from hermes_server.cli.options import HOME, OptionError, env_text
+from hermes_server.cli.options import HOME, Option, OptionError, env_text, text
 
 # The checks of /health/detailed that must be ok for --ready.
 READY_CHECKS = ("state_db", "gateway")
 
+# The key --ready sends, found as `serve` finds the key it requires.
+PROBE_KEY = Option("api_key", "--api-key", "API_SERVER_KEY", None, text,
+                   "the bearer key --ready sends (the server's --api-key)", metavar="KEY",
+                   shown_default="the key a keyless serve kept in HERMES_HOME")
+PROBE_OPTIONS = (PROBE_KEY, HOME)
 
-def _key() -> str | None:
-    """API_SERVER_KEY, else the key a keyless start kept in HERMES_HOME (None: --no-auth)."""
+
+def probe_key(args: argparse.Namespace) -> tuple[str | None, str]:
+    """The key --ready sends, and where it was found (never the key itself: the line is logged
+    by container runtimes), or None and where it was looked for."""
     from hermes_server.cli.keyfile import KEY_FILE
 
-    given = env_text("API_SERVER_KEY")
+    given = PROBE_KEY.source(args.api_key)
     if given:
-        return given
+        key = PROBE_KEY.resolve(args.api_key).strip()
+        return (key or None), f"the key from {given}"
     try:
-        return (HOME.resolve(None) / KEY_FILE).read_text(encoding="utf-8").strip() or None
-    except (OSError, UnicodeDecodeError, OptionError):
-        return None
+        path: Path | None = HOME.resolve(args.home) / KEY_FILE
+    except OptionError:
+        path = None
+    where = f"no key file at {path}" if path else "no usable --home"
+    try:
+        key = path.read_text(encoding="utf-8").strip() if path else ""
+    except (OSError, UnicodeDecodeError):
+        key = ""
+    if key:
+        return key, f"the key kept in {path}"
+    return None, f"no key: none given (--api-key, API_SERVER_KEY) and {where}"
 
 
-def probe(url: str, *, ready: bool, timeout: float) -> str | None:
+def probe(url: str, *, ready: bool, timeout: float, key: str | None = None) -> str | None:
     """None when healthy, else one line saying what is wrong."""
     request = urllib.request.Request(url)
-    key = _key() if ready else None
-    if key:
+    if ready and key:
         request.add_header("Authorization", f"Bearer {key}")
     try:
         # No proxy: the probe is always for this host, whatever HTTP_PROXY says.
@@ -74,10 +90,12 @@ def healthcheck_url(url: str | None, path: str = "/health") -> str:
 
 
 def healthcheck(args: argparse.Namespace) -> int:
-    """Exit 0 when the server is live (or, with --ready, can serve sessions); stdlib only, for the image."""
+    """Exit 0 when the server is live (or, with --ready, can serve sessions); stdlib only, for the image.
+    A failed --ready says which key it sent (a 401 alone does not say that it found none)."""
+    key, where = probe_key(args) if args.ready else (None, "")
     problem = probe(healthcheck_url(args.url, "/health/detailed" if args.ready else "/health"),
-                    ready=args.ready, timeout=args.timeout)
+                    ready=args.ready, timeout=args.timeout, key=key)
     if problem:
-        print(f"hermes-server healthcheck: {problem}", file=sys.stderr)
+        print(f"hermes-server healthcheck: {problem}" + (f" (sent {where})" if args.ready else ""), file=sys.stderr)
         return 1
     return 0

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from hermes_server import UPSTREAM_VERSION, __version__
 from hermes_server.cli.audit import audit
-from hermes_server.cli.healthcheck import healthcheck
+from hermes_server.cli.healthcheck import PROBE_OPTIONS, healthcheck
 from hermes_server.cli.options import (
     GROUP_TITLES,
     HOME,
@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     seed = commands.add_parser(
         "seed",
         help="load a fixture file into a state.db (a server may be running on it)",
-        description="Merge the sessions and messages of a fixture file (docs/fixtures.md) into "
+        description="Merge the sessions and messages of a fixture file (format: docs/fixtures.md in the source) into "
                     "HERMES_HOME/state.db in one transaction. An invalid fixture is rejected whole, "
                     "each problem named by its JSON path, and nothing is written."
                     + "".join(f" {dialect.seed_note}" for dialect in KNOWN if dialect.seed_note),
@@ -82,13 +82,14 @@ def build_parser() -> argparse.ArgumentParser:
     health.add_argument("--timeout", type=float, default=3.0, help="seconds to wait for the answer (default 3)")
     health.add_argument("--ready", action="store_true",
                         help="readiness instead of liveness: GET /health/detailed and exit 1 unless its state_db and "
-                             "gateway checks are ok (a home that cannot hold state.db fails it); the key is "
-                             "API_SERVER_KEY, else the one kept in HERMES_HOME")
+                             "gateway checks are ok (a home that cannot hold state.db fails it); it sends "
+                             "--api-key, else API_SERVER_KEY, else the key kept in --home, and says which")
+    add_options(health, PROBE_OPTIONS)
     grade = commands.add_parser(
         "audit",
         help="print the audit of a running --fixture-api server: what the connector did against the contract",
         description="Ask a running server started with --fixture-api for its audit of the request journal "
-                    "(GET /_fixture/audit, docs/testing-connectors.md) and print the findings as a table. "
+                    "(GET /_fixture/audit; docs/testing-connectors.md in the source) and print the findings as a table. "
                     "Exit 0 when there is no error finding, 1 when there is one, 2 when the server could not be asked.",
     )
     grade.add_argument("--url", default=None,
@@ -96,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "8642)")
     grade.add_argument("--api-key", default=None,
                        help="the server's key (default env API_SERVER_KEY, else the one kept in HERMES_HOME)")
+    add_options(grade, (HOME,))
     grade.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the answer (default 10)")
     return parser
 

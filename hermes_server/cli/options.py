@@ -199,6 +199,13 @@ class Option:
             where.append("default off")
         return f"{self.help} ({'; '.join(where)})"
 
+    def source(self, given: Any) -> str | None:
+        """Where a value was given (the flag, else the environment variable's name, never its
+        value: it may be a key), or None when the default holds."""
+        if given not in (None, False):
+            return self.flag
+        return self.env if self.env and env_text(self.env) is not None else None
+
     def resolve(self, given: Any) -> Any:
         """The value from the flag (`given`), else the environment, else the default."""
         if self.switch:
@@ -267,7 +274,7 @@ SERVE_OPTIONS: tuple[Option, ...] = (
            "openai agent: bearer key for the backend", group="chat", metavar="KEY"),
     Option("agent_script", "--agent-script", "HERMES_SERVER_AGENT_SCRIPT", SETTING, existing_file("agent script"),
            "script agent: JSON file of replies, tool runs, delays and failures, re-read every turn "
-           "(format in hermes_server/agents/script.py)", group="chat", metavar="FILE"),
+           "(format: `python -m pydoc hermes_server.agents.script`)", group="chat", metavar="FILE"),
     Option("keepalive_seconds", "--keepalive-seconds", "HERMES_SERVER_KEEPALIVE_SECONDS", SETTING, positive,
            "chat stream: seconds without an event before a `: keepalive` comment", group="chat",
            metavar="S", shown_default="30, as upstream"),
@@ -301,8 +308,9 @@ SERVE_OPTIONS: tuple[Option, ...] = (
            "reproducible generated ids (still api_<seconds>_<8 hex>) and a clock that starts at "
            "2030-01-01T00:00:00Z and moves 1 ms per reading", group="test control", switch=True),
     Option("upstream_quirks", "--upstream-quirks", "HERMES_SERVER_UPSTREAM_QUIRKS", SETTING, text,
-           "answer exactly as hermes-agent 0.19.0 does wherever docs/differences.md lists a deviation "
-           "(its text/plain 500s included), to see the failures real Hermes gives", group="test control",
+           "answer exactly as hermes-agent 0.19.0 does wherever it deviates on purpose (the list: "
+           "docs/differences.md in the source; its text/plain 500s included), to see the failures real Hermes "
+           "gives", group="test control",
            switch=True),
 )
 

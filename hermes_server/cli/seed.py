@@ -35,6 +35,22 @@ async def _seed(home: Path, document: Any, now: float, replace: bool) -> tuple[L
             await family.close()
 
 
+def _created_since(home: Path, before: set[str] | None) -> None:
+    """Remove what a rejected seed created in a home that had no state.db (the files the load
+    opened: state.db, its -wal/-shm, a dialect's store; the home itself when it was made for
+    it): "nothing written" leaves nothing behind."""
+    if not home.is_dir():
+        return
+    for entry in home.iterdir():
+        if (before is None or entry.name not in before) and not entry.is_dir():
+            entry.unlink(missing_ok=True)
+    if before is None:
+        try:
+            home.rmdir()
+        except OSError:
+            pass  # something else is in it now: leave it
+
+
 def seed(args: argparse.Namespace) -> int:
     """`hermes-server seed FILE`: exit 0 loaded, 1 rejected (problems on stderr), 2 unusable state.db."""
     import asyncio
@@ -52,6 +68,8 @@ def seed(args: argparse.Namespace) -> int:
     home = HOME.resolve(args.home)
     db_path = Settings(home=home).db_path
     path = Path(args.file).expanduser()
+    fresh = not db_path.exists()
+    before = {entry.name for entry in home.iterdir()} if fresh and home.is_dir() else None
     try:
         check_existing(db_path)
         document = read_document(path)
@@ -62,6 +80,8 @@ def seed(args: argparse.Namespace) -> int:
             return 2
         result, parts = asyncio.run(_seed(home, document, time.time(), args.replace))
     except DocumentError as exc:
+        if fresh:
+            _created_since(home, before)
         print(f"hermes-server: {exc.report(f'fixture {path}')}", file=sys.stderr)
         return 1
     except (SchemaMismatch, DatabaseUnavailable) as exc:

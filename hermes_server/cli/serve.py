@@ -45,6 +45,10 @@ def settings_from_args(args: argparse.Namespace) -> tuple[Settings, bool]:
         key = key.strip()
     settled: dict[str, object] = {}
     for dialect, own in zip(KNOWN, extras, strict=True):
+        sources = {option.dest: option.source(getattr(args, option.dest)) for option in dialect.options}
+        refusal = dialect.refusal_when_off(sources, bool(own[dialect.switch]))
+        if refusal:
+            raise OptionError(refusal)
         settled.update(dialect.settle(own))
     return Settings(api_key=key, extras=settled, **values), no_auth
 
@@ -72,6 +76,19 @@ def _announce_key(settings: Settings, no_auth: bool) -> Settings | str:
         say(f"API key read from {kept.path} (send as 'Authorization: Bearer <key>'; "
             "delete the file for a new key, or set API_SERVER_KEY)", fmt)
     return Settings(**{**settings.__dict__, "api_key": kept.key})
+
+
+def _warn_unusable_home(settings: Settings) -> None:
+    """Say once, plainly, to someone at a terminal that a home which cannot hold state.db makes
+    every session route fail. The server still starts (a container must stay up and report
+    itself not ready), and the log names the problem as it does without a terminal."""
+    from hermes_server.store.home_check import plainly, probe
+
+    problem = probe(settings.home)
+    if problem is not None:
+        say(f"nothing will work until this is fixed: {plainly(problem, settings.home)}, so state.db cannot be "
+            f"created there and every session route answers 503. Point --home (HERMES_HOME) at a writable "
+            "directory.", settings.log_format, level="error", stream=sys.stderr)
 
 
 def serving_line(settings: Settings) -> str:
@@ -132,13 +149,7 @@ def serve(args: argparse.Namespace) -> int:
         say(message, fmt, level="error", stream=sys.stderr)
         return 2
 
-    keyed = _announce_key(settings, no_auth)
-    if isinstance(keyed, str):
-        return refuse(keyed)
-    settings = keyed
-    if no_auth and not _is_loopback(settings.host):
-        say(f"--no-auth on non-loopback address {settings.host}: anyone who can reach it can read and change "
-            "sessions.", fmt, level="warning", stream=sys.stderr)
+    # What refuses the start comes first: a refused start leaves the home as it was (no key file).
     try:
         check_existing(settings.db_path)
     except SchemaMismatch as exc:
@@ -150,6 +161,13 @@ def serve(args: argparse.Namespace) -> int:
         rejected = problems_of(settings.fixture_path, settings.db_path, parts=parts)
         if rejected is not None:
             return refuse(start_report(settings.fixture_path, rejected))
+    keyed = _announce_key(settings, no_auth)
+    if isinstance(keyed, str):
+        return refuse(keyed)
+    settings = keyed
+    if no_auth and not _is_loopback(settings.host):
+        say(f"--no-auth on non-loopback address {settings.host}: anyone who can reach it can read and change "
+            "sessions.", fmt, level="warning", stream=sys.stderr)
     if settings.fixture_api and settings.api_key is None and not _is_loopback(settings.host):
         say(f"--fixture-api without a key on {settings.host}: anyone who can reach it can reset the database.",
             fmt, level="warning", stream=sys.stderr)
@@ -157,6 +175,8 @@ def serve(args: argparse.Namespace) -> int:
         app = create_app(settings)
     except ValueError as exc:  # an unusable --agent configuration
         return refuse(str(exc))
+    if sys.stderr.isatty():
+        _warn_unusable_home(settings)
     try:
         sock = bind(settings.host, settings.port)
     except ListenError as exc:

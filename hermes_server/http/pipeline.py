@@ -47,10 +47,17 @@ log = logging.getLogger("hermes_server")
 _BODY_METHODS = {"POST", "PUT", "PATCH"}
 _CORS_METHODS = "GET, POST, DELETE, OPTIONS"
 _CORS_HEADERS = "Authorization, Content-Type, Idempotency-Key"
-# The answer of a request whose handler was still running when shutdown's grace ran out.
-SHUTTING_DOWN = ApiError(503, "Server is shutting down; the request ended before its answer was ready. "
-                              "A chat turn it started still finishes and is stored.", "server_shutting_down",
-                         headers={"Connection": "close"})
+
+
+def shutting_down(drain_seconds: float) -> ApiError:
+    """The answer of a request whose handler was still running when shutdown's grace ran out. It
+    promises only what the turn drain does: a chat turn is stored if it finishes within the drain
+    (--turn-drain), and cancelled unstored after it."""
+    return ApiError(503, "Server is shutting down; the request ended before its answer was ready. A chat turn it "
+                         f"started is stored only if it finishes within the next {drain_seconds:g} s; after that it "
+                         "is cancelled and not stored.", "server_shutting_down", headers={"Connection": "close"})
+
+
 # Where the pipeline leaves the matched route and the request id for outer layers and logs.
 ROUTE_KEY = "hermes.route"
 REQUEST_ID_KEY = "hermes.request_id"
@@ -163,14 +170,14 @@ class Pipeline:
             # Shutdown's grace period ran out: uvicorn cancels what is still running only
             # to end it. End a stream with its last chunk (the client sees a closed stream,
             # not a reset), answer a request that had not started its response with a 503
-            # saying so (a chat turn it started still finishes and is stored), and return
+            # saying so (and what becomes of a chat turn it started), and return
             # normally: the request is over, not failed.
             route = scope.get(ROUTE_KEY)
             if not completed:
                 if status:
                     await self._finish(send_and_note, started=True)
                 else:
-                    await self._shutting_down(send_and_note)
+                    await self._shutting_down(send_and_note, self.settings.turn_drain_seconds)
             log.info("%s %s: ended by shutdown after the grace period (request %s)", scope["method"],
                      route.template if route else "-", request_id)
             task = asyncio.current_task()
@@ -196,9 +203,9 @@ class Pipeline:
             log.debug("could not finish a response", exc_info=True)
 
     @staticmethod
-    async def _shutting_down(send: Send) -> None:
+    async def _shutting_down(send: Send, drain_seconds: float) -> None:
         try:
-            await SHUTTING_DOWN.response()({"type": "http"}, _no_receive, send)
+            await shutting_down(drain_seconds).response()({"type": "http"}, _no_receive, send)
         except Exception:
             log.debug("could not answer a request cut by shutdown", exc_info=True)
 

@@ -33,6 +33,22 @@ def probe(home: Path) -> OSError | None:
     return None
 
 
+def in_the_way(home: Path) -> Path | None:
+    """The file that stands where HERMES_HOME or one of its parents must be a directory, if any."""
+    for candidate in (home, *home.parents):
+        if candidate.exists() or candidate.is_symlink():
+            return None if candidate.is_dir() else candidate
+    return None
+
+
+def plainly(exc: BaseException, home: Path) -> str:
+    """What is wrong, in words: "<path> is a file, not a directory" rather than `File exists`
+    (what mkdir says of a file in the way), else the error's own text."""
+    if isinstance(exc, (FileExistsError, NotADirectoryError)) and (found := in_the_way(home)) is not None:
+        return f"{found} is a file, not a directory"
+    return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+
+
 class HomeProblems:
     """The current reason state.db cannot be opened (None when it can), logged when it changes."""
 
@@ -44,7 +60,7 @@ class HomeProblems:
     def failed(self, exc: BaseException) -> None:
         """Note why opening failed: `exc` is the OSError or sqlite3.Error underneath."""
         self.reason = type(exc).__name__
-        text = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        text = plainly(exc, self.db_path.parent)
         said = (self.reason, text)
         if said != self._said:
             self._said = said

@@ -36,6 +36,19 @@ def migration_files() -> list[Path]:
     return sorted(migrations_dir().glob("[0-9][0-9][0-9][0-9]_*.sql"))
 
 
+def schema_script() -> str:
+    """Every migration as one SQL script: what a fresh state.db is made of."""
+    return "\n".join(f.read_text(encoding="utf-8") for f in migration_files())
+
+
+def empty_database() -> sqlite3.Connection:
+    """An in-memory v22 database with no rows: what a fresh home's state.db will hold, so that
+    a fixture can be checked against it before anything is created or bound."""
+    conn = sqlite3.connect(":memory:")
+    conn.executescript(schema_script())
+    return conn
+
+
 def _user_tables(conn: sqlite3.Connection) -> set[str]:
     rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
     return {row[0] for row in rows}
@@ -87,8 +100,7 @@ def prepare(conn: sqlite3.Connection, path: Path) -> None:
     if not _user_tables(conn):
         restrict_mode(path)
         conn.execute("PRAGMA journal_mode=WAL")
-        script = "\n".join(f.read_text(encoding="utf-8") for f in migration_files())
-        conn.executescript("BEGIN IMMEDIATE;\n" + script + "\nCOMMIT;")
+        conn.executescript("BEGIN IMMEDIATE;\n" + schema_script() + "\nCOMMIT;")
     else:
         check_version(conn, path)
         if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
