@@ -247,7 +247,7 @@ SERVE_OPTIONS: tuple[Option, ...] = (
            "comma-separated browser origins allowed, or *", metavar="LIST",
            shown_default="none: any Origin header is refused with 403"),
     Option("hermes_version", "--hermes-version", "HERMES_SERVER_HERMES_VERSION", SETTING, one_of(tuple(PROFILES)),
-           f"the Hermes release to answer as: {', '.join(PROFILES)} (docs/versions.md)", metavar="VERSION"),
+           f"the Hermes release to answer as: {', '.join(PROFILES)} (docs/versions.md in the source)", metavar="VERSION"),
     Option("log_level", "--log-level", "HERMES_SERVER_LOG_LEVEL", SETTING, one_of(LEVELS),
            f"log verbosity: {', '.join(LEVELS)}", metavar="LEVEL"),
     Option("log_format", "--log-format", "HERMES_SERVER_LOG_FORMAT", SETTING, one_of(FORMATS),

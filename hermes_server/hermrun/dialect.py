@@ -28,7 +28,7 @@ API_KEY_HEADER = "x-api-key"
 
 OPTIONS: tuple[Option, ...] = (
     Option("herm_run", "--herm-run", "HERMES_SERVER_HERM_RUN", False, text,
-           "also serve herm.run's hosted sessions API (/v1/sessions, /v1/sandboxes/warm; docs/herm-run.md), "
+           "also serve herm.run's hosted sessions API (/v1/sessions, /v1/sandboxes/warm; docs/herm-run.md in the source), "
            "stored in herm-run.db beside state.db", group=GROUP, switch=True),
     # None: the same key as the Bearer one.
     Option("herm_run_key", "--herm-run-key", "HERMES_SERVER_HERM_RUN_KEY", None, text,
@@ -105,6 +105,6 @@ HERM_RUN = Dialect(
     "herm.run", OPTIONS, GROUP, "herm.run dialect (off by default)", switch="herm_run", build=build,
     fixture_key=FIXTURE_KEY, parse_fixture=parse_fixture,
     needs="herm.run fixtures need the dialect: serve --herm-run (env HERMES_SERVER_HERM_RUN=1)", settle=settle,
-    seed_note="A `herm_run` part (docs/herm-run.md) goes into HERMES_HOME/herm-run.db, checked with the rest.",
+    seed_note="A `herm_run` part (docs/herm-run.md in the source) goes into HERMES_HOME/herm-run.db, checked with the rest.",
     replace_note="herm-run.db too, when the fixture has a herm_run part",
 )

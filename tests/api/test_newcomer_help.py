@@ -22,12 +22,8 @@ def help_of(command: str) -> str:
 
 
 def bare_pointers(text: str) -> list[str]:
-    """The source paths and bare docs paths in `text`, leaving out the sentences a dialect unit
-    contributes (its own module words them)."""
+    """The source paths and bare docs paths in `text`."""
     flat = re.sub(r"-\s+", "-", " ".join(text.split()))  # argparse wraps after a hyphen
-    for dialect in KNOWN:
-        for note in (dialect.seed_note, dialect.replace_note):
-            flat = flat.replace(" ".join(note.split()), "") if note else flat
     sources = re.findall(r"hermes_server/\S+\.py", flat)
     docs = [m.group(0) for m in re.finditer(r"docs/[\w-]+\.md(?! in the source)", flat)]
     return sources + docs
@@ -39,8 +35,14 @@ def test_a_commands_help_names_no_file_a_pip_user_lacks(command: str) -> None:
 
 
 def test_the_serve_options_name_no_file_a_pip_user_lacks() -> None:
-    for option in SERVE_OPTIONS:
+    for option in SERVE_OPTIONS + tuple(row for dialect in KNOWN for row in dialect.options):
         assert bare_pointers(option.help_text()) == [], option.flag
+
+
+def test_a_dialects_sentences_name_no_file_a_pip_user_lacks() -> None:
+    for dialect in KNOWN:
+        for note in (dialect.seed_note, dialect.replace_note):
+            assert bare_pointers(note or "") == [], dialect.name
 
 
 def test_the_script_format_is_reachable_from_an_install() -> None:
