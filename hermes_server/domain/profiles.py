@@ -80,6 +80,8 @@ class Addition(Enum):
     SESSION_MODEL_LOCK = "session_model_lock"
     # POST /v1/runs/{run_id}/steer, `run.steered`, `pending_steer` (#85226).
     RUN_STEER = "run_steer"
+    # 0.21's stop: a finished run answers 200 with its status, a run not live here 409 `run_not_active`.
+    RUN_STOP_SETTLED = "run_stop_settled"
 
 
 @dataclass(frozen=True)
@@ -100,7 +102,7 @@ _SINCE_0_20 = frozenset({Addition.GATEWAY_AUTH, Addition.MODEL_OPTIONS, Addition
 
 HERMES_0_19 = Profile("0.19.0")
 HERMES_0_20 = Profile("0.20.4", FEATURES_0_20, ENDPOINTS_0_20, _SINCE_0_20)
-HERMES_0_21 = Profile("0.21.2", FEATURES_0_20, ENDPOINTS_0_20, _SINCE_0_20)
+HERMES_0_21 = Profile("0.21.2", FEATURES_0_20, ENDPOINTS_0_20, _SINCE_0_20 | {Addition.RUN_STOP_SETTLED})
 
 PROFILES: dict[str, Profile] = {p.version: p for p in (HERMES_0_19, HERMES_0_20, HERMES_0_21)}
 DEFAULT_VERSION = HERMES_0_19.version

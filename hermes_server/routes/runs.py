@@ -17,7 +17,7 @@ from starlette.responses import Response
 
 from hermes_server.api.errors import crashing_non_object, invalid_field
 from hermes_server.api.session_key import session_key
-from hermes_server.chat.runs import APPROVAL_CHOICES, RunSpec, run_in_background
+from hermes_server.chat.runs import APPROVAL_CHOICES, TERMINAL, RunSpec, run_in_background
 from hermes_server.chat.slots import Admission
 from hermes_server.context import AppContext
 from hermes_server.domain.openai_messages import flatten_text, request_bool
@@ -129,11 +129,17 @@ async def run_events(request: Request, ctx: AppContext) -> Response:
 
 
 async def stop_run(request: Request, ctx: AppContext) -> Response:
-    """POST /v1/runs/{run_id}/stop: stop a live run (a finished one is unknown here)."""
+    """POST /v1/runs/{run_id}/stop: stop a live run. In 0.19.0 a finished one is unknown here;
+    0.21 answers a finished run with its status and a run not live in this process with 409."""
     run_id = request.path_params["run_id"]
-    if not ctx.runs.request_stop(run_id):
+    if ctx.runs.request_stop(run_id):
+        return HermesJSONResponse({"run_id": run_id, "status": "stopping"})
+    status = ctx.runs.statuses.get(run_id)
+    if status is None or Addition.RUN_STOP_SETTLED not in ctx.profile:
         raise run_not_found(run_id)
-    return HermesJSONResponse({"run_id": run_id, "status": "stopping"})
+    if status.get("status") in TERMINAL:
+        return HermesJSONResponse(status)
+    raise ApiError(409, f"Run is not active in this gateway process: {run_id}", "run_not_active")
 
 
 def _choice(body: dict[str, Any]) -> str:
@@ -195,6 +201,7 @@ def routes(profile: Profile = HERMES_0_19) -> list[Route]:
     """The five run routes and what they promise; a profile with steer serves it after approval,
     as upstream's table lists it."""
     steer = [_steer_route()] if Addition.RUN_STEER in profile else []
+    stop_conflict = {409: "Conflict"} if Addition.RUN_STOP_SETTLED in profile else {}
     return [
         Route("runs", "/v1/runs", {
             "POST": Method(submit_run, Operation(
@@ -225,7 +232,8 @@ def routes(profile: Profile = HERMES_0_19) -> list[Route]:
         *steer,
         Route("run_stop", "/v1/runs/{run_id}/stop", {
             "POST": Method(stop_run, Operation(
-                summary="Stop a live run", responses={200: "RunStopping", 404: "NotFound", **AUTH_ERRORS},
+                summary="Stop a live run", responses={200: "RunStopping", 404: "NotFound", **stop_conflict,
+                                                      **AUTH_ERRORS},
                 capability="run_stop", features=("run_stop",))),
         }),
     ]
