@@ -136,3 +136,12 @@ RUN_STEER_COMPONENTS: dict[str, dict[str, Any]] = {
         "RunSteer": _json("The running agent took the text; a `run.steered` event is queued.", "RunSteer"),
     },
 }
+
+# 0.21's submit answer, replacing `RunStarted` in a profile that sends `replayed`.
+RUN_REPLAYED_COMPONENTS: dict[str, dict[str, Any]] = {
+    "schemas": {
+        "RunStarted": {"type": "object", "required": ["run_id", "status", "replayed"], "additionalProperties": False,
+                       "properties": {"run_id": {"type": "string", "pattern": "^run_[0-9a-f]{32}$"},
+                                      "status": {"const": "started"}, "replayed": {"type": "boolean"}}},
+    },
+}

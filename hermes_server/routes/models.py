@@ -22,7 +22,7 @@ from hermes_server.http.body import read_json_object
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Method, Operation, Route
 from hermes_server.openapi.models_schemas import MODEL_LOCK_COMPONENTS, MODEL_OPTIONS_COMPONENTS
-from hermes_server.openapi.runs_schemas import RUN_STEER_COMPONENTS
+from hermes_server.openapi.runs_schemas import RUN_REPLAYED_COMPONENTS, RUN_STEER_COMPONENTS
 from hermes_server.openapi.schemas import AUTH_ERRORS, BODY_ERRORS, SESSION_ERRORS
 from hermes_server.routes.common import existing_session
 from hermes_server.store import model_lock
@@ -72,6 +72,7 @@ ADDED: tuple[tuple[Addition, Callable[[], Route] | None, str, dict[str, dict[str
     (Addition.MODEL_OPTIONS, options_route, "models", MODEL_OPTIONS_COMPONENTS),
     (Addition.SESSION_MODEL_LOCK, lock_route, "session_chat_stream", MODEL_LOCK_COMPONENTS),
     (Addition.RUN_STEER, None, "run_approval", RUN_STEER_COMPONENTS),
+    (Addition.RUN_SUBMIT_REPLAYED, None, "runs", RUN_REPLAYED_COMPONENTS),
 )
 
 

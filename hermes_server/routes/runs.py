@@ -80,7 +80,10 @@ async def _submit(request: Request, ctx: AppContext, key: str | None, admission:
     spec = RunSpec(run_id, session_id, parsed.user_message, history, instructions, key, request.scope, prompt)
     admission.release()
     live.task = ctx.turns.spawn(run_in_background(ctx, ctx.runs, spec, live))
-    return HermesJSONResponse({"run_id": run_id, "status": "started"}, 202,
+    answer: dict[str, Any] = {"run_id": run_id, "status": "started"}
+    if Addition.RUN_SUBMIT_REPLAYED in ctx.profile:
+        answer["replayed"] = False
+    return HermesJSONResponse(answer, 202,
                               headers={"X-Hermes-Session-Key": key} if key else None)
 
 
