@@ -11,8 +11,9 @@ As upstream keeps them, in memory only:
   (two subscribers split the events), and dropped as soon as a subscriber's stream
   ends, however it ends: later events are discarded and a later subscriber is told
   the run is unknown. A queue nobody subscribed to is dropped 5 minutes after submit;
-- the **live** part (task, stop request, approvals) until the turn ends. Stop and
-  approval answer only while it exists; the run counts against the cap until then.
+- the **live** part (task, stop request, approvals, steer text) until the turn ends.
+  Stop, approval and (0.20+) steer answer only while it exists; the run counts against
+  the cap until then.
 
 The turn itself is an ordinary chat turn (`chat/turn.py`) on the run's session with
 the history the request gave (never state.db's), run in a task the server owns.
