@@ -61,7 +61,7 @@ def build_routes(profile: Profile = HERMES_0_19) -> list[Route]:
     with the routes the version profile adds, each where upstream's table has it."""
     return models.with_additions([
         *discovery.routes(), *sessions.routes(), *chat.routes(), *completions.routes(), *responses.routes(),
-        *runs.routes(), *catalog.routes(), *jobs.routes()], profile)
+        *runs.routes(profile), *catalog.routes(), *jobs.routes()], profile)
 
 
 def merged_components(*parts: dict[str, Any]) -> dict[str, Any]:

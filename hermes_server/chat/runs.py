@@ -11,8 +11,9 @@ As upstream keeps them, in memory only:
   (two subscribers split the events), and dropped as soon as a subscriber's stream
   ends, however it ends: later events are discarded and a later subscriber is told
   the run is unknown. A queue nobody subscribed to is dropped 5 minutes after submit;
-- the **live** part (task, stop request, approvals) until the turn ends. Stop and
-  approval answer only while it exists; the run counts against the cap until then.
+- the **live** part (task, stop request, approvals, steer text) until the turn ends.
+  Stop, approval and (0.20+) steer answer only while it exists; the run counts against
+  the cap until then.
 
 The turn itself is an ordinary chat turn (`chat/turn.py`) on the run's session with
 the history the request gave (never state.db's), run in a task the server owns.
@@ -97,6 +98,10 @@ class LiveRun:
     approvals: RunApprovals
     task: asyncio.Task[Any] | None = None
     tool_started: dict[str, float] = field(default_factory=dict)
+    # Steer text not yet delivered to the agent, newline-joined as upstream's agent keeps it.
+    # The echo and script agents have no step boundary after their model call begins, so a
+    # steer is never delivered mid-turn here: it rides on `run.completed` (docs/differences.md).
+    pending_steer: str | None = None
 
 
 class Runs:
@@ -174,6 +179,23 @@ class Runs:
             return False
         self.set_status(run_id, "stopping", last_event="run.stopping")
         live.stop.set(approval_denied=live.approvals.resolve("deny", every=True) > 0)
+        return True
+
+    def accepting_steer(self, run_id: str) -> bool:
+        """Only a live run whose status is `running` takes steer text (not while it waits for an
+        approval, nor once it is stopping)."""
+        return run_id in self.live and self.statuses.get(run_id, {}).get("status") == "running"
+
+    def steer(self, run_id: str, text: str) -> bool:
+        """Give a running run's agent steer text, and queue `run.steered`; False when it is not
+        accepting steer or the text is blank (as upstream's agent refuses it)."""
+        live = self.live.get(run_id)
+        cleaned = text.strip()
+        if live is None or not cleaned or not self.accepting_steer(run_id):
+            return False
+        live.pending_steer = f"{live.pending_steer}\n{cleaned}" if live.pending_steer else cleaned
+        self.set_status(run_id, "running", last_event="run.steered")
+        self.enqueue(run_id, {"event": "run.steered", "run_id": run_id, "timestamp": self.now(), "accepted": True})
         return True
 
     def respond(self, run_id: str, choice: str, every: bool) -> int | None:
@@ -284,10 +306,12 @@ async def run_in_background(ctx: TurnContext, runs: Runs, spec: RunSpec, live: L
             runs.set_status(run_id, "cancelled", last_event="run.cancelled")
         else:
             usage = outcome.usage.public()
+            # Steer text the agent never took rides on the terminal event and status (0.20+).
+            extra = {"pending_steer": live.pending_steer} if live.pending_steer else {}
             runs.enqueue(run_id, {"event": "run.completed", "run_id": run_id, "timestamp": runs.now(),
-                                  "output": outcome.final_text, "usage": usage})
+                                  "output": outcome.final_text, "usage": usage, **extra})
             runs.set_status(run_id, "completed", output=outcome.final_text, usage=usage,
-                            last_event="run.completed")
+                            last_event="run.completed", **extra)
     finally:
         runs.enqueue(run_id, None)
         runs.live.pop(run_id, None)

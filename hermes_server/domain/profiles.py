@@ -78,6 +78,13 @@ class Addition(Enum):
     MODEL_OPTIONS = "model_options"
     # POST /api/sessions/{session_id}/model (#70950).
     SESSION_MODEL_LOCK = "session_model_lock"
+    # POST /v1/runs/{run_id}/steer, `run.steered`, `pending_steer` (#85226).
+    RUN_STEER = "run_steer"
+    # 0.21's stop: a finished run answers 200 with its status, a run not live here 409 `run_not_active`.
+    RUN_STOP_SETTLED = "run_stop_settled"
+    # 0.21's submit answer says whether it replays an earlier submit (`replayed`; always false here:
+    # Idempotency-Key replays are not kept yet, docs/differences.md).
+    RUN_SUBMIT_REPLAYED = "run_submit_replayed"
 
 
 @dataclass(frozen=True)
@@ -93,11 +100,13 @@ class Profile:
         return addition in self.additions
 
 
-_SINCE_0_20 = frozenset({Addition.GATEWAY_AUTH, Addition.MODEL_OPTIONS, Addition.SESSION_MODEL_LOCK})
+_SINCE_0_20 = frozenset({Addition.GATEWAY_AUTH, Addition.MODEL_OPTIONS, Addition.SESSION_MODEL_LOCK,
+                         Addition.RUN_STEER})
 
 HERMES_0_19 = Profile("0.19.0")
 HERMES_0_20 = Profile("0.20.4", FEATURES_0_20, ENDPOINTS_0_20, _SINCE_0_20)
-HERMES_0_21 = Profile("0.21.2", FEATURES_0_20, ENDPOINTS_0_20, _SINCE_0_20)
+HERMES_0_21 = Profile("0.21.2", FEATURES_0_20, ENDPOINTS_0_20, _SINCE_0_20 | {Addition.RUN_STOP_SETTLED,
+                                                                                   Addition.RUN_SUBMIT_REPLAYED})
 
 PROFILES: dict[str, Profile] = {p.version: p for p in (HERMES_0_19, HERMES_0_20, HERMES_0_21)}
 DEFAULT_VERSION = HERMES_0_19.version

@@ -120,3 +120,28 @@ RUN_PARAMETERS: dict[str, Any] = {
     "response_id": {"name": "response_id", "in": "path", "required": True,
                     "schema": {"type": "string", "pattern": "^[^{}/]+$"}},
 }
+
+# 0.20+'s steer route: added to the document only by a profile that serves it (routes/models.py `ADDED`),
+# so the 0.19.0 document stays as it is.
+RUN_STEER_COMPONENTS: dict[str, dict[str, Any]] = {
+    "schemas": {
+        "RunSteerRequest": {"type": "object", "properties": {
+            "input": _ANY, "message": _ANY, "text": _ANY}, "description": "The first non-empty of `input`, "
+            "`message`, `text`: a string or text parts, non-blank once stripped."},
+        "RunSteer": {"type": "object", "required": ["object", "run_id", "accepted"], "additionalProperties": False,
+                     "properties": {"object": {"const": "hermes.run.steer"}, "run_id": {"type": "string"},
+                                    "accepted": {"const": True}}},
+    },
+    "responses": {
+        "RunSteer": _json("The running agent took the text; a `run.steered` event is queued.", "RunSteer"),
+    },
+}
+
+# 0.21's submit answer, replacing `RunStarted` in a profile that sends `replayed`.
+RUN_REPLAYED_COMPONENTS: dict[str, dict[str, Any]] = {
+    "schemas": {
+        "RunStarted": {"type": "object", "required": ["run_id", "status", "replayed"], "additionalProperties": False,
+                       "properties": {"run_id": {"type": "string", "pattern": "^run_[0-9a-f]{32}$"},
+                                      "status": {"const": "started"}, "replayed": {"type": "boolean"}}},
+    },
+}

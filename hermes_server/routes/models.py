@@ -1,4 +1,5 @@
-"""0.20+'s model routes: `GET /api/model/options` and `POST /api/sessions/{session_id}/model`.
+"""0.20+'s model routes: `GET /api/model/options` and `POST /api/sessions/{session_id}/model`;
+and the table of what each profile addition adds to the route table and the OpenAPI document (`ADDED`).
 
 Served only by a profile that has them (domain/profiles.py `Addition`); `with_additions`
 places each after the route upstream's table lists it after, once, when the app is built.
@@ -21,6 +22,7 @@ from hermes_server.http.body import read_json_object
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Method, Operation, Route
 from hermes_server.openapi.models_schemas import MODEL_LOCK_COMPONENTS, MODEL_OPTIONS_COMPONENTS
+from hermes_server.openapi.runs_schemas import RUN_REPLAYED_COMPONENTS, RUN_STEER_COMPONENTS
 from hermes_server.openapi.schemas import AUTH_ERRORS, BODY_ERRORS, SESSION_ERRORS
 from hermes_server.routes.common import existing_session
 from hermes_server.store import model_lock
@@ -64,9 +66,13 @@ def lock_route() -> Route:
 
 
 # Each addition: the route it adds, the route upstream lists it after, its OpenAPI components.
-ADDED: tuple[tuple[Addition, Callable[[], Route], str, dict[str, dict[str, Any]]], ...] = (
+# No route (None): the addition's own module puts it in its table (route modules never import
+# each other), as routes/runs.py does with steer.
+ADDED: tuple[tuple[Addition, Callable[[], Route] | None, str, dict[str, dict[str, Any]]], ...] = (
     (Addition.MODEL_OPTIONS, options_route, "models", MODEL_OPTIONS_COMPONENTS),
     (Addition.SESSION_MODEL_LOCK, lock_route, "session_chat_stream", MODEL_LOCK_COMPONENTS),
+    (Addition.RUN_STEER, None, "run_approval", RUN_STEER_COMPONENTS),
+    (Addition.RUN_SUBMIT_REPLAYED, None, "runs", RUN_REPLAYED_COMPONENTS),
 )
 
 
@@ -74,7 +80,7 @@ def with_additions(routes: list[Route], profile: Profile) -> list[Route]:
     """`routes` with the profile's added routes, each after its upstream neighbour."""
     served = list(routes)
     for addition, build, after, _ in ADDED:
-        if addition in profile:
+        if build is not None and addition in profile:
             at = next(i for i, route in enumerate(served) if route.name == after)
             served.insert(at + 1, build())
     return served

@@ -1,4 +1,4 @@
-"""Structured runs: POST /v1/runs, GET /v1/runs/{id}, its events (SSE), stop and approval.
+"""Structured runs: POST /v1/runs, GET /v1/runs/{id}, its events (SSE), stop, approval and (0.20+) steer.
 
 A run is one agent turn started in the background: the submit answers 202 at once,
 the client polls the status or follows the events, and may stop the run or answer a
@@ -17,10 +17,11 @@ from starlette.responses import Response
 
 from hermes_server.api.errors import crashing_non_object, invalid_field
 from hermes_server.api.session_key import session_key
-from hermes_server.chat.runs import APPROVAL_CHOICES, RunSpec, run_in_background
+from hermes_server.chat.runs import APPROVAL_CHOICES, TERMINAL, RunSpec, run_in_background
 from hermes_server.chat.slots import Admission
 from hermes_server.context import AppContext
-from hermes_server.domain.openai_messages import request_bool
+from hermes_server.domain.openai_messages import flatten_text, request_bool
+from hermes_server.domain.profiles import HERMES_0_19, Addition, Profile
 from hermes_server.domain.response_history import model_turn
 from hermes_server.domain.run_input import parse_run_input
 from hermes_server.domain.titles import has_lone_surrogate
@@ -79,7 +80,10 @@ async def _submit(request: Request, ctx: AppContext, key: str | None, admission:
     spec = RunSpec(run_id, session_id, parsed.user_message, history, instructions, key, request.scope, prompt)
     admission.release()
     live.task = ctx.turns.spawn(run_in_background(ctx, ctx.runs, spec, live))
-    return HermesJSONResponse({"run_id": run_id, "status": "started"}, 202,
+    answer: dict[str, Any] = {"run_id": run_id, "status": "started"}
+    if Addition.RUN_SUBMIT_REPLAYED in ctx.profile:
+        answer["replayed"] = False
+    return HermesJSONResponse(answer, 202,
                               headers={"X-Hermes-Session-Key": key} if key else None)
 
 
@@ -128,11 +132,17 @@ async def run_events(request: Request, ctx: AppContext) -> Response:
 
 
 async def stop_run(request: Request, ctx: AppContext) -> Response:
-    """POST /v1/runs/{run_id}/stop: stop a live run (a finished one is unknown here)."""
+    """POST /v1/runs/{run_id}/stop: stop a live run. In 0.19.0 a finished one is unknown here;
+    0.21 answers a finished run with its status and a run not live in this process with 409."""
     run_id = request.path_params["run_id"]
-    if not ctx.runs.request_stop(run_id):
+    if ctx.runs.request_stop(run_id):
+        return HermesJSONResponse({"run_id": run_id, "status": "stopping"})
+    status = ctx.runs.statuses.get(run_id)
+    if status is None or Addition.RUN_STOP_SETTLED not in ctx.profile:
         raise run_not_found(run_id)
-    return HermesJSONResponse({"run_id": run_id, "status": "stopping"})
+    if status.get("status") in TERMINAL:
+        return HermesJSONResponse(status)
+    raise ApiError(409, f"Run is not active in this gateway process: {run_id}", "run_not_active")
 
 
 def _choice(body: dict[str, Any]) -> str:
@@ -161,8 +171,40 @@ async def answer_approval(request: Request, ctx: AppContext) -> Response:
                                "choice": choice, "resolved": resolved})
 
 
-def routes() -> list[Route]:
-    """The five run routes and what they promise."""
+async def steer_run(request: Request, ctx: AppContext) -> Response:
+    """POST /v1/runs/{run_id}/steer (0.20+): guidance for a running agent, checked in upstream's
+    order: the run, that it is running, then the body. The agent takes it before its next step;
+    what it never took is `pending_steer` on `run.completed` (docs/differences.md)."""
+    run_id = request.path_params["run_id"]
+    if run_id not in ctx.runs.statuses:
+        raise run_not_found(run_id)
+    if not ctx.runs.accepting_steer(run_id):
+        raise ApiError(409, f"Run is not currently accepting steer input: {run_id}", "run_not_accepting_steer")
+    body = await read_json_object(request)
+    raw = body.get("input") or body.get("message") or body.get("text") or ""
+    text = flatten_text(raw).strip()
+    if not text:
+        raise ApiError(400, "Missing non-empty steer text; expected 'input', 'message', or 'text'.",
+                       "invalid_steer_input")
+    if not ctx.runs.steer(run_id, text):  # it ended while its body was read
+        raise ApiError(409, f"Run did not accept steer text: {run_id}", "steer_not_accepted")
+    return HermesJSONResponse({"object": "hermes.run.steer", "run_id": run_id, "accepted": True})
+
+
+def _steer_route() -> Route:
+    return Route("run_steer", "/v1/runs/{run_id}/steer", {
+        "POST": Method(steer_run, Operation(
+            summary="Steer a running agent (it sees the text before its next step)",
+            responses={200: "RunSteer", 400: "BadRequest", 404: "NotFound", 409: "Conflict",
+                       413: "PayloadTooLarge", **AUTH_ERRORS},
+            capability="run_steer", features=("run_steer",), body="RunSteerRequest"))})
+
+
+def routes(profile: Profile = HERMES_0_19) -> list[Route]:
+    """The five run routes and what they promise; a profile with steer serves it after approval,
+    as upstream's table lists it."""
+    steer = [_steer_route()] if Addition.RUN_STEER in profile else []
+    stop_conflict = {409: "Conflict"} if Addition.RUN_STOP_SETTLED in profile else {}
     return [
         Route("runs", "/v1/runs", {
             "POST": Method(submit_run, Operation(
@@ -190,9 +232,11 @@ def routes() -> list[Route]:
                            413: "PayloadTooLarge", **AUTH_ERRORS},
                 capability="run_approval", features=("run_approval_response",), body="RunApprovalRequest")),
         }),
+        *steer,
         Route("run_stop", "/v1/runs/{run_id}/stop", {
             "POST": Method(stop_run, Operation(
-                summary="Stop a live run", responses={200: "RunStopping", 404: "NotFound", **AUTH_ERRORS},
+                summary="Stop a live run", responses={200: "RunStopping", 404: "NotFound", **stop_conflict,
+                                                      **AUTH_ERRORS},
                 capability="run_stop", features=("run_stop",))),
         }),
     ]

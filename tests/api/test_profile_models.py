@@ -59,11 +59,11 @@ def test_model_options_needs_the_key(newer: RunningServer) -> None:
 
 def test_capabilities_advertise_the_model_routes(newer: RunningServer) -> None:
     """§1.3 capabilities [R V4 full JSON]: `model_options`, `session_model_lock` true, their endpoints,
-    in 0.21.2's order; `run_steer` is listed but false (steer is not served)."""
+    in 0.21.2's order; `run_steer` is true now that steer is served (tests/api/test_run_steer.py)."""
     caps = newer.client.get("/v1/capabilities").json()
     features = caps["features"]
     assert features["model_options"] is True and features["session_model_lock"] is True
-    assert features["run_steer"] is False
+    assert features["run_steer"] is True
     names = list(features)
     assert names.index("run_stop") < names.index("run_steer") < names.index("run_approval_response")
     assert names.index("session_resources") < names.index("model_options") < names.index("session_chat")
