@@ -78,6 +78,8 @@ class Addition(Enum):
     MODEL_OPTIONS = "model_options"
     # POST /api/sessions/{session_id}/model (#70950).
     SESSION_MODEL_LOCK = "session_model_lock"
+    # GET /api/sessions/{id}/messages pages: limit/offset/order and `pagination` (0.20.4, V2 §B.7).
+    MESSAGE_PAGING = "message_paging"
 
 
 @dataclass(frozen=True)
@@ -93,7 +95,8 @@ class Profile:
         return addition in self.additions
 
 
-_SINCE_0_20 = frozenset({Addition.GATEWAY_AUTH, Addition.MODEL_OPTIONS, Addition.SESSION_MODEL_LOCK})
+_SINCE_0_20 = frozenset({Addition.GATEWAY_AUTH, Addition.MODEL_OPTIONS, Addition.SESSION_MODEL_LOCK,
+                         Addition.MESSAGE_PAGING})
 
 HERMES_0_19 = Profile("0.19.0")
 HERMES_0_20 = Profile("0.20.4", FEATURES_0_20, ENDPOINTS_0_20, _SINCE_0_20)
