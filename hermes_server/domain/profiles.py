@@ -80,6 +80,8 @@ class Addition(Enum):
     SESSION_MODEL_LOCK = "session_model_lock"
     # GET /api/sessions/{id}/messages pages: limit/offset/order and `pagination` (0.20.4, V2 §B.7).
     MESSAGE_PAGING = "message_paging"
+    # The `runtime` block on session chat answers and stream events (0.20.4, V2 §B.9/B.10).
+    CHAT_RUNTIME = "chat_runtime"
 
 
 @dataclass(frozen=True)
@@ -96,7 +98,7 @@ class Profile:
 
 
 _SINCE_0_20 = frozenset({Addition.GATEWAY_AUTH, Addition.MODEL_OPTIONS, Addition.SESSION_MODEL_LOCK,
-                         Addition.MESSAGE_PAGING})
+                         Addition.MESSAGE_PAGING, Addition.CHAT_RUNTIME})
 
 HERMES_0_19 = Profile("0.19.0")
 HERMES_0_20 = Profile("0.20.4", FEATURES_0_20, ENDPOINTS_0_20, _SINCE_0_20)
