@@ -16,6 +16,7 @@ from hermes_server.api.errors import (
     session_not_found,
 )
 from hermes_server.context import AppContext
+from hermes_server.domain.create_fields import DEFAULT_SOURCE, session_source, stored_model
 from hermes_server.domain.errors import SessionGone, StorageFault
 from hermes_server.domain.ids import create_id_error, fork_id_error, requested_id
 from hermes_server.domain.paging import BadPagination, Page
@@ -91,7 +92,11 @@ async def create_session(request: Request, ctx: AppContext) -> Response:
     if problem:
         raise refuse_id(session_id, problem)
     note_session(request, session_id)
-    model = body.get("model") or ctx.settings.model_name
+    if Addition.CREATE_FIELDS in ctx.profile:
+        model: Any = stored_model(body, ctx.settings.model_name)
+        source = session_source(body.get("source"))
+    else:
+        model, source = body.get("model") or ctx.settings.model_name, DEFAULT_SOURCE
     system_prompt = body.get("system_prompt")
     if system_prompt is not None and not isinstance(system_prompt, str):
         raise ApiError(400, "system_prompt must be a string", "invalid_system_prompt")
@@ -102,10 +107,11 @@ async def create_session(request: Request, ctx: AppContext) -> Response:
         row = await ctx.db.write(
             sessions.create_session,
             session_id,
-            model=storable_text(str(model), "model"),
+            model=None if model is None else storable_text(str(model), "model"),
             system_prompt=system_prompt,
             title=None if title is None else str(title),
             now=ctx.now(),
+            source=source,
         )
     except TitleTooLong as exc:  # D1: 0.19.0 crashes here (PATCH and fork refuse it as we do)
         raise LongCreateTitle(exc) from None
