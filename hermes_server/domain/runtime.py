@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 from hermes_server.domain.model_lock import ROUTE_SOURCE, Inventory
+from hermes_server.domain.params import request_bool
 
 
 def session_lock(model_config: Any) -> dict[str, Any] | None:
@@ -51,6 +52,12 @@ def requested_runtime(body: dict[str, Any]) -> dict[str, Any] | None:
     if model is None and provider is None:
         return None
     return {"provider": provider, "model": model}
+
+
+def lock_required(body: dict[str, Any]) -> bool:
+    """Whether a chat body sets `require_model_lock` (JSON `true`, or `1/true/yes/on` as text)."""
+    value = body.get("require_model_lock")
+    return value is True or (isinstance(value, str) and request_bool(value))
 
 
 def turn_runtime(model_config: Any, body: dict[str, Any], inventory: Inventory) -> dict[str, Any]:

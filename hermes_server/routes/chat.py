@@ -19,10 +19,10 @@ from hermes_server.api.session_key import session_key
 from hermes_server.chat.turn import ChatTurn, answer, run_turn
 from hermes_server.context import AppContext
 from hermes_server.domain.content import extract_user_message, system_instruction
-from hermes_server.domain.model_lock import Inventory
+from hermes_server.domain.model_lock import Inventory, LockRequest
 from hermes_server.domain.profiles import Addition
 from hermes_server.domain.redact import redact
-from hermes_server.domain.runtime import turn_runtime
+from hermes_server.domain.runtime import lock_required, turn_runtime
 from hermes_server.http.body import read_json_object
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Method, Operation, Route
@@ -44,6 +44,8 @@ async def validated_turn(request: Request, ctx: AppContext) -> ChatTurn:
     if Addition.CHAT_RUNTIME in ctx.profile:
         settings = ctx.settings
         inventory = Inventory.of(settings.agent, settings.model_name, settings.agent_model)
+        if lock_required(body):  # 400 missing_model, or 409 when it cannot be routed (V2 §B.9)
+            LockRequest.parse(body).route(inventory)
         runtime = turn_runtime(row.get("model_config"), body, inventory)
     return ChatTurn(session_id, message, system, key, origin=request.scope, runtime=runtime)
 

@@ -112,3 +112,24 @@ def test_a_broken_lock_is_no_lock(newer: RunningServer, config: str) -> None:
     finally:
         conn.close()
     assert _chat(newer, sid)["runtime"] == GLOBAL
+
+
+def test_require_model_lock_refuses_what_cannot_be_routed(newer: RunningServer) -> None:
+    """V2 §B.9 / §B.11: `require_model_lock` with no model/provider → 400 `missing_model`; with one that cannot
+    be routed → 409 `model_lock_unavailable`; with a routable one the turn runs."""
+    _create(newer, "rt-require")
+    for body, status, code in (({}, 400, "missing_model"), ({"model": "elsewhere"}, 409, "model_lock_unavailable"),
+                               ({"provider": "acme"}, 409, "model_lock_unavailable")):
+        answer = newer.client.post("/api/sessions/rt-require/chat",
+                                   json={"message": "hi", "require_model_lock": True, **body})
+        assert answer.status_code == status and answer.json()["error"]["code"] == code, body
+        response, _ = stream_chat(newer.client, "rt-require", {"message": "hi", "require_model_lock": "true", **body})
+        assert response.status_code == status
+    assert _chat(newer, "rt-require", model=MODEL, require_model_lock=True)["runtime"]["route_source"] == "global"
+    assert _chat(newer, "rt-require", require_model_lock=False)["runtime"] == GLOBAL
+
+
+def test_0_19_0_ignores_require_model_lock(old: RunningServer) -> None:
+    """§1.4: the lock fields are new after 0.19.0."""
+    _create(old, "old-require")
+    assert _chat(old, "old-require", require_model_lock=True, model="elsewhere")["message"]["role"] == "assistant"
