@@ -61,6 +61,11 @@ def invalid_session_id(message: str = "Invalid session ID") -> ApiError:
     return ApiError(400, message, "invalid_session_id")
 
 
+def invalid_pagination(message: str) -> ApiError:
+    """0.20.4's 400 for a refused message-paging parameter (domain/paging.py)."""
+    return ApiError(400, message, "invalid_pagination")
+
+
 def invalid_title(message: str) -> ApiError:
     return ApiError(400, message, "invalid_title")
 

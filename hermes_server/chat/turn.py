@@ -78,6 +78,8 @@ class ChatTurn:
     # What the model is given as the user message when that is not `user_message` (a run or
     # response folds it into a user message right before it, as 0.19.0's agent does); never stored.
     prompt: UserMessage | None = None
+    # The `runtime` block the 0.20+ profiles add to session chat (domain/runtime.py); None in 0.19.0.
+    runtime: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

@@ -85,6 +85,12 @@ class Addition(Enum):
     # 0.21's submit answer says whether it replays an earlier submit (`replayed`; always false here:
     # Idempotency-Key replays are not kept yet, docs/differences.md).
     RUN_SUBMIT_REPLAYED = "run_submit_replayed"
+    # GET /api/sessions/{id}/messages pages: limit/offset/order and `pagination` (0.20.4, V2 §B.7).
+    MESSAGE_PAGING = "message_paging"
+    # The `runtime` block on session chat answers and stream events (0.20.4, V2 §B.9/B.10).
+    CHAT_RUNTIME = "chat_runtime"
+    # POST /api/sessions: `source` normalised, the virtual model alias not stored (V2 §B.3).
+    CREATE_FIELDS = "create_fields"
 
 
 @dataclass(frozen=True)
@@ -101,7 +107,8 @@ class Profile:
 
 
 _SINCE_0_20 = frozenset({Addition.GATEWAY_AUTH, Addition.MODEL_OPTIONS, Addition.SESSION_MODEL_LOCK,
-                         Addition.RUN_STEER})
+                         Addition.RUN_STEER, Addition.MESSAGE_PAGING, Addition.CHAT_RUNTIME,
+                         Addition.CREATE_FIELDS})
 
 HERMES_0_19 = Profile("0.19.0")
 HERMES_0_20 = Profile("0.20.4", FEATURES_0_20, ENDPOINTS_0_20, _SINCE_0_20)

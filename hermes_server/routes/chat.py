@@ -19,7 +19,10 @@ from hermes_server.api.session_key import session_key
 from hermes_server.chat.turn import ChatTurn, answer, run_turn
 from hermes_server.context import AppContext
 from hermes_server.domain.content import extract_user_message, system_instruction
+from hermes_server.domain.model_lock import Inventory, LockRequest
+from hermes_server.domain.profiles import Addition
 from hermes_server.domain.redact import redact
+from hermes_server.domain.runtime import lock_required, turn_runtime
 from hermes_server.http.body import read_json_object
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Method, Operation, Route
@@ -33,11 +36,25 @@ async def validated_turn(request: Request, ctx: AppContext) -> ChatTurn:
     """Everything both chat routes check before a turn starts, in upstream's order."""
     key = session_key(request, ctx.settings.api_key)
     session_id = request.path_params["session_id"]
-    await existing_session(ctx, session_id)
+    row = await existing_session(ctx, session_id)
     body = await read_json_object(request)
     message = extract_user_message(body)
     system = system_instruction(body)
-    return ChatTurn(session_id, message, system, key, origin=request.scope)
+    runtime = None
+    if Addition.CHAT_RUNTIME in ctx.profile:
+        settings = ctx.settings
+        inventory = Inventory.of(settings.agent, settings.model_name, settings.agent_model)
+        if lock_required(body):  # 400 missing_model, or 409 when it cannot be routed (V2 §B.9)
+            LockRequest.parse(body).route(inventory)
+        runtime = turn_runtime(row.get("model_config"), body, inventory)
+    return ChatTurn(session_id, message, system, key, origin=request.scope, runtime=runtime)
+
+
+def _with_runtime(payload: dict[str, Any], turn: ChatTurn) -> dict[str, Any]:
+    """`payload` with the turn's `runtime` block last, when the profile reports one."""
+    if turn.runtime is not None:
+        payload["runtime"] = turn.runtime
+    return payload
 
 
 async def session_chat(request: Request, ctx: AppContext) -> Response:
@@ -45,12 +62,12 @@ async def session_chat(request: Request, ctx: AppContext) -> Response:
     turn = await validated_turn(request, ctx)
     outcome = await answer(ctx, turn)
     return HermesJSONResponse(
-        {
+        _with_runtime({
             "object": "hermes.session.chat.completion",
             "session_id": outcome.session_id,
             "message": {"role": "assistant", "content": outcome.final_text},
             "usage": outcome.usage.public(),
-        },
+        }, turn),
         headers=identity_headers(outcome.session_id, turn.session_key),
     )
 
@@ -107,21 +124,21 @@ async def _stream_turn(ctx: AppContext, turn: ChatTurn, events: SessionEvents) -
         log.warning("session %r: the agent failed (%s)", turn.session_id, type(exc).__name__)
         events.emit("error", {"message": redact(str(exc))})
     else:
-        events.emit("assistant.completed", {
+        events.emit("assistant.completed", _with_runtime({
             "session_id": outcome.session_id,
             "message_id": events.message_id,
             "content": outcome.final_text,
             "completed": True,
             "partial": False,
             "interrupted": False,
-        })
-        events.emit("run.completed", {
+        }, turn))
+        events.emit("run.completed", _with_runtime({
             "session_id": outcome.session_id,
             "message_id": events.message_id,
             "completed": True,
             "messages": outcome.messages,
             "usage": outcome.usage.public(),
-        })
+        }, turn))
     finally:
         events.emit("done", {})
         events.queue.close()
@@ -131,7 +148,7 @@ async def session_chat_stream(request: Request, ctx: AppContext) -> Response:
     """POST /api/sessions/{id}/chat/stream: the turn as server-sent events."""
     turn = await validated_turn(request, ctx)
     events = SessionEvents(ctx, turn.session_id)
-    events.emit("run.started", {"user_message": {"role": "user", "content": turn.user_message}})
+    events.emit("run.started", _with_runtime({"user_message": {"role": "user", "content": turn.user_message}}, turn))
     events.emit("message.started", {"message": {"id": events.message_id, "role": "assistant"}})
     ctx.turns.spawn(_stream_turn(ctx, turn, events))
     # Test control may cut the stream after N events (a fault's hook; nothing by default).

@@ -8,11 +8,20 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from hermes_server.api.deviations import CrashingInput, LongCreateTitle
-from hermes_server.api.errors import invalid_field, invalid_session_id, session_exists, session_not_found
+from hermes_server.api.errors import (
+    invalid_field,
+    invalid_pagination,
+    invalid_session_id,
+    session_exists,
+    session_not_found,
+)
 from hermes_server.context import AppContext
+from hermes_server.domain.create_fields import DEFAULT_SOURCE, session_source, stored_model
 from hermes_server.domain.errors import SessionGone, StorageFault
 from hermes_server.domain.ids import create_id_error, fork_id_error, requested_id
+from hermes_server.domain.paging import BadPagination, Page
 from hermes_server.domain.params import ListQuery
+from hermes_server.domain.profiles import Addition
 from hermes_server.domain.projection import message_projection, session_projection
 from hermes_server.domain.quirks import Quirk
 from hermes_server.domain.titles import TitleTooLong, has_lone_surrogate, sanitize_title
@@ -83,7 +92,11 @@ async def create_session(request: Request, ctx: AppContext) -> Response:
     if problem:
         raise refuse_id(session_id, problem)
     note_session(request, session_id)
-    model = body.get("model") or ctx.settings.model_name
+    if Addition.CREATE_FIELDS in ctx.profile:
+        model: Any = stored_model(body, ctx.settings.model_name)
+        source = session_source(body.get("source"))
+    else:
+        model, source = body.get("model") or ctx.settings.model_name, DEFAULT_SOURCE
     system_prompt = body.get("system_prompt")
     if system_prompt is not None and not isinstance(system_prompt, str):
         raise ApiError(400, "system_prompt must be a string", "invalid_system_prompt")
@@ -94,10 +107,11 @@ async def create_session(request: Request, ctx: AppContext) -> Response:
         row = await ctx.db.write(
             sessions.create_session,
             session_id,
-            model=storable_text(str(model), "model"),
+            model=None if model is None else storable_text(str(model), "model"),
             system_prompt=system_prompt,
             title=None if title is None else str(title),
             now=ctx.now(),
+            source=source,
         )
     except TitleTooLong as exc:  # D1: 0.19.0 crashes here (PATCH and fork refuse it as we do)
         raise LongCreateTitle(exc) from None
@@ -150,6 +164,7 @@ async def list_messages(request: Request, ctx: AppContext) -> Response:
     remembered until state.db changes."""
     session_id = request.path_params["session_id"]
     await ctx.db.ensure_open()
+    page = _page(request, ctx)
 
     async def build() -> bytes:
         takes_over = Quirk.FORK_TAKES_OVER_MESSAGES in ctx.quirks
@@ -157,13 +172,30 @@ async def list_messages(request: Request, ctx: AppContext) -> Response:
         if transcript is None:
             raise session_not_found(session_id)
         target, rows = transcript
-        return dumps({
+        if isinstance(page, BadPagination):
+            raise invalid_pagination(str(page))
+        selected = rows if page is None else page.select(rows)
+        document: dict[str, Any] = {
             "object": "list",
             "session_id": target,
-            "data": [message_projection(row) for row in rows],
-        })
+            "data": [message_projection(row) for row in selected],
+        }
+        if page is not None:
+            document["pagination"] = page.block(len(selected))
+        return dumps(document)
 
-    return HermesJSONResponse.encoded(await ctx.reads.get(("messages", session_id), build))
+    return HermesJSONResponse.encoded(await ctx.reads.get(("messages", session_id, page), build))
+
+
+def _page(request: Request, ctx: AppContext) -> Page | BadPagination | None:
+    """The page asked for when the profile pages messages (None: the whole transcript, 0.19.0).
+    A refused parameter is answered after the 404 check, as upstream orders them."""
+    if Addition.MESSAGE_PAGING not in ctx.profile:
+        return None
+    try:
+        return Page.parse(first_query_values(request))
+    except BadPagination as refused:
+        return refused
 
 
 async def fork_session(request: Request, ctx: AppContext) -> Response:

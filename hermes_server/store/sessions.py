@@ -42,6 +42,7 @@ def create_session(
     system_prompt: str | None,
     title: str | None,
     now: float,
+    source: str = "api_server",
 ) -> dict[str, Any]:
     """POST /api/sessions in one transaction: 409 check, insert, title, re-read.
 
@@ -52,8 +53,8 @@ def create_session(
     if session_exists(conn, session_id):
         raise SessionExists(session_id)
     conn.execute(
-        "INSERT INTO sessions (id, source, model, system_prompt, started_at) VALUES (?, 'api_server', ?, ?, ?)",
-        (session_id, model, system_prompt, now),
+        "INSERT INTO sessions (id, source, model, system_prompt, started_at) VALUES (?, ?, ?, ?, ?)",
+        (session_id, source, model, system_prompt, now),
     )
     if title is not None:
         clean = sanitize_title(title)

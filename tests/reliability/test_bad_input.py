@@ -81,6 +81,8 @@ QUERIES = [
     "?limit=abc", "?limit=-1", "?limit=99999999999999999999999999", "?offset=1e9", "?offset=-5",
     "?limit=%F0%9F%98%80", "?source=%00", "?source=%FF", "?include_children=%FF", "?limit=1&limit=x",
     "?%zz=1", "?" + "a=1&" * 2000, "?route=%00&status=abc&since=nope",
+    # 0.20+'s message paging (domain/paging.py)
+    "?order=%00", "?order=%FF&limit=1", "?order=latest&offset=9000000000000000000", "?limit=1_0&order=LATEST",
 ]
 
 # (headers, what they break): sent on one valid request per route.

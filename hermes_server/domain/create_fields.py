@@ -1,0 +1,36 @@
+"""What 0.20+ stores for `POST /api/sessions`'s `source` and `model` (V2 §B.3; docs/versions.md).
+
+0.19.0 stores `source = 'api_server'` always and `model = body.model or --model-name`.
+0.20.4 normalises the `source` a client names to a known platform (anything else is
+`api_server`) and no longer stores the virtual alias: a session created without a model,
+or with the served model name (bare or `provider::`-prefixed), has `model: null`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+DEFAULT_SOURCE = "api_server"
+_SOURCES = {"api_server", "hermes_browser", "cli", "telegram", "discord", "slack", "desktop", "dashboard"}
+_ALIASES = {"browser": "hermes_browser"}
+
+
+def session_source(raw: Any) -> str:
+    """The stored source: a known platform (trimmed, any case; `browser` is `hermes_browser`),
+    else `api_server`, as upstream's `_normalize_session_source` allows them."""
+    if not isinstance(raw, str):
+        return DEFAULT_SOURCE
+    name = raw.strip().lower()
+    name = _ALIASES.get(name, name)
+    return name if name in _SOURCES else DEFAULT_SOURCE
+
+
+def stored_model(body: dict[str, Any], alias: str) -> str | None:
+    """The model a create stores: `model` (else `model_id`), its `provider::` prefix dropped;
+    None when neither is given as text or the model is the virtual alias (`alias`)."""
+    for name in ("model", "model_id"):
+        value = body.get(name)
+        if isinstance(value, str) and value.strip():
+            model = value.strip().partition("::")[2].strip() if "::" in value else value.strip()
+            return None if not model or model == alias else model
+    return None
