@@ -172,9 +172,22 @@ def _whole(query: Mapping[str, str], name: str, default: int, low: int, high: in
     raw = query.get(name)
     if raw is None:
         return default
-    if not _DIGITS.fullmatch(raw) or int(raw) < low or (high is not None and int(raw) > high):
+    if not _DIGITS.fullmatch(raw):
         raise ValidationFailed(f"{name} must be {wording}", name)
-    return int(raw)
+    value = _bounded_int(raw)
+    if value < low or (high is not None and value > high):
+        raise ValidationFailed(f"{name} must be {wording}", name)
+    return value
+
+
+# More digits than any bound here needs: Python's int() refuses strings over 4,300 digits, and
+# every such number is past every limit (an offset past the end is an empty page).
+_HUGE = 10**30
+
+
+def _bounded_int(digits: str) -> int:
+    significant = digits.lstrip("0") or "0"
+    return _HUGE if len(significant) > 30 else int(significant)
 
 
 def parse_list(query: Mapping[str, str]) -> ListQuery:

@@ -83,6 +83,8 @@ QUERIES = [
     "?%zz=1", "?" + "a=1&" * 2000, "?route=%00&status=abc&since=nope",
     # 0.20+'s message paging (domain/paging.py)
     "?order=%00", "?order=%FF&limit=1", "?order=latest&offset=9000000000000000000", "?limit=1_0&order=LATEST",
+    # More digits than Python's int() reads from a string (4,300).
+    "?order=latest&offset=" + "9" * 5000, "?limit=" + "1" * 5000,
 ]
 
 # (headers, what they break): sent on one valid request per route.

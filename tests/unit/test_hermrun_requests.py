@@ -120,3 +120,11 @@ def test_list_defaults_and_filters() -> None:
 ])
 def test_list_refusals(query: dict[str, str], message: str, param: str) -> None:
     assert refusal(parse_list, query) == (message, param)
+
+
+def test_numbers_longer_than_int_reads_are_bounds_not_crashes() -> None:
+    """int() refuses strings of over 4,300 digits; such a number is past every bound, never a 500."""
+    assert parse_list({"offset": "9" * 5000}).offset > 2**62
+    assert parse_list({"offset": "0" * 5000 + "7"}).offset == 7
+    with pytest.raises(ValidationFailed, match="limit must be"):
+        parse_list({"limit": "1" * 5000})
