@@ -78,6 +78,13 @@ TIERS: dict[str, tuple[str, ...]] = {
     "tests/test_container.py::test_replayed_install_is_exactly_the_lock": ("slow",),
     "tests/test_container.py::test_image_runs_as_a_user_with_state_in_the_volume": ("slow",),
     "tests/test_container.py::test_started_image_passes_its_healthcheck_and_the_compose_client": ("slow",),
+    # Seconds of their own (every operation against a second, keyless server; hadolint).
+    "tests/api/test_route_contract.py::test_a_server_without_a_key_refuses_only_credentials_that_are_not_its_key":
+        ("slow",),
+    "tests/test_container.py::test_hadolint_finds_nothing": ("slow",),
+    "tests/api/test_migration_advice.py::test_following_the_advice_migrates_and_then_the_server_serves_it":
+        ("interop",),
+    "tests/api/test_migration_advice.py::test_hermes_version_alone_does_not_migrate": ("interop",),
     "tests/api/test_storage.py::test_upstream_sessiondb_reads_and_writes_our_state_db": ("interop",),
     "tests/reliability/test_other_processes.py::test_upstream_sessiondb_opening_and_closing_the_file": ("interop",),
     # Tests of in_process modules that need their own server's process (exit status, start-up output).

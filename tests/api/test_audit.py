@@ -15,6 +15,9 @@ import pytest
 
 from tests.support.server import KEY, RunningServer, clean_env, start_server
 
+# Contract tests: servers on a thread of the test process (tests/support/inprocess.py).
+pytestmark = pytest.mark.in_process
+
 TRANSPORT_ERRORS = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
 CASE = {"id": "case", "title": "Case", "messages": [{"role": "user", "content": "q"},
                                                     {"role": "assistant", "content": "a"}]}

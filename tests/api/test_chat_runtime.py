@@ -13,6 +13,9 @@ from tests.support.db import connect, session_row
 from tests.support.server import RunningServer, start_server
 from tests.support.sse import events, stream_chat
 
+# Contract tests: servers on a thread of the test process (tests/support/inprocess.py).
+pytestmark = pytest.mark.in_process
+
 MODEL = "hermes-agent"
 GLOBAL = {"provider": "echo", "model": MODEL, "route_source": "global"}
 

@@ -26,6 +26,9 @@ import pytest
 
 from tests.support.server import RunningServer, free_port, start_server
 
+# A headless browser per test (seconds each): left out of make test-fast.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 

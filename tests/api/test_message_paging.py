@@ -12,6 +12,9 @@ import pytest
 from tests.support.db import connect, insert_session
 from tests.support.server import RunningServer, start_server
 
+# Contract tests: servers on a thread of the test process (tests/support/inprocess.py).
+pytestmark = pytest.mark.in_process
+
 T0 = 1_700_000_000.0
 
 

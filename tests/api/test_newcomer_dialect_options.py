@@ -16,6 +16,9 @@ from hermes_server.cli.options import Option, text
 from hermes_server.families import Dialect, Family
 from tests.support.server import clean_env
 
+# A server process per test (start-up, exit status, shutdown): left out of make test-fast.
+pytestmark = pytest.mark.slow
+
 KEY = "hr-key-0123456789"
 
 

@@ -16,6 +16,9 @@ import pytest
 from hermes_server.cli.keyfile import KEY_FILE
 from tests.support.server import KEY, RunningServer, clean_env, start_server
 
+# A server process per test (start-up, exit status, shutdown): left out of make test-fast.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:

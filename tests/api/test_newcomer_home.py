@@ -13,7 +13,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.support.server import clean_env, start_server
+
+# A server process per test (start-up, exit status, shutdown): left out of make test-fast.
+pytestmark = pytest.mark.slow
 
 PORT = 19654
 

@@ -11,7 +11,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.server import clean_env
+
+# A server process per test (start-up, exit status, shutdown): left out of make test-fast.
+pytestmark = pytest.mark.slow
 
 
 def seed(fixture: Path, home: Path) -> subprocess.CompletedProcess[str]:

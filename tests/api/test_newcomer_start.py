@@ -13,7 +13,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.server import clean_env
+
+# A server process per test (start-up, exit status, shutdown): left out of make test-fast.
+pytestmark = pytest.mark.slow
 
 PORT = "19651"  # never bound: the refusal comes first
 

@@ -19,6 +19,9 @@ import pytest
 
 from tests.support.server import clean_env
 
+# A server process per test (start-up, exit status, shutdown): left out of make test-fast.
+pytestmark = pytest.mark.slow
+
 
 def wait_serving(proc: subprocess.Popen[str], port: int) -> None:
     deadline = time.monotonic() + 30

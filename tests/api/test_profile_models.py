@@ -13,6 +13,9 @@ import pytest
 from tests.support.db import session_row
 from tests.support.server import RunningServer, start_server
 
+# Contract tests: servers on a thread of the test process (tests/support/inprocess.py).
+pytestmark = pytest.mark.in_process
+
 MODEL = "hermes-agent"
 
 

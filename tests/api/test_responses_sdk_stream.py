@@ -17,6 +17,9 @@ import pytest
 from tests.support.runs import RUN_SCRIPT
 from tests.support.server import KEY, RunningServer, start_with_script
 
+# Contract tests: servers on a thread of the test process (tests/support/inprocess.py).
+pytestmark = pytest.mark.in_process
+
 PART_EVENTS = ("response.content_part.added", "response.content_part.done")
 
 

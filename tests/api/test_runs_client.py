@@ -23,6 +23,9 @@ from hermes_control_mcp.config import BridgeConfig  # noqa: E402
 from hermes_control_mcp.registry import StateRegistry  # noqa: E402
 from hermes_control_mcp.service import BridgeService  # noqa: E402
 
+# A real third-party client (hermes-control-mcp) started as a service for the module: seconds.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:

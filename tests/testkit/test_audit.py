@@ -15,6 +15,9 @@ from hermes_server.testkit.audit import Finding
 from tests.support.server import KEY, start_server
 from tests.testkit.support import outcomes, run_pytest
 
+# Generated suites run by pytest in a subprocess: left out of make test-fast.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def srv() -> Iterator[HermesServer]:
