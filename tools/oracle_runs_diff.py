@@ -58,7 +58,8 @@ WIDTH = int(os.environ.get("DIFF_WIDTH", "700"))
 ORACLE_PORT, MOCK_PORT, FAST_PORT, SLOW_PORT = rebased({"oracle": 18610, "mock": 18611, "fast": 18620, "slow": 18621}).values()
 SSE_HEADERS = ("content-type", "cache-control", "x-accel-buffering")
 ID_HEADERS = ("x-hermes-session-id", "x-hermes-session-key")
-TS_KEYS = {"timestamp", "created_at", "updated_at", "started_at", "ended_at", "last_active", "duration"}
+# `created` is the chat completion object's clock second: the two servers answer in the same second only by chance.
+TS_KEYS = {"timestamp", "created", "created_at", "updated_at", "started_at", "ended_at", "last_active", "duration"}
 # D10: the events hermes-server adds to a Responses stream (0.19.0 sends none of them).
 CONTENT_PART_EVENTS = ("response.content_part.added", "response.content_part.done")
 COUNTERS = {"input_tokens", "output_tokens", "total_tokens", "api_call_count", "message_count"}
