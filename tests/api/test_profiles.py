@@ -79,6 +79,17 @@ def test_401_envelope_by_profile(profiled: RunningServer) -> None:
         assert answer.status_code == 401 and answer.json() == expected
 
 
+def test_profile_mirrors_check_the_one_key_with_multiplexing_off(profiled: RunningServer) -> None:
+    """§1.3 "Profile-scoped keys" [V1 `_expected_api_key`]: named profiles need their own key only
+    with multiplexing on; with it off (hermes-server's only mode) the routing shard's
+    `_resolve_request_profile` (read_file id 66604027870) ignores the prefix, so `/p/<name>/…`
+    takes the one key and refuses others with the profile's 401 (docs/differences.md)."""
+    expected = OLD_401 if profiled.version == "0.19.0" else GATEWAY_401  # type: ignore[attr-defined]
+    assert profiled.client.get("/p/work/api/sessions").status_code == 200
+    answer = httpx.get(f"{profiled.url}/p/work/api/sessions", headers={"Authorization": "Bearer wrong"})
+    assert answer.status_code == 401 and answer.json() == expected
+
+
 @pytest.mark.parametrize("version", NEWER)
 def test_gateway_401_composes_with_upstream_quirks(tmp_path: Path, version: str) -> None:
     """Both apply: the profile's 401, and 0.19.0's text/plain 500 for a non-UTF-8 bearer (D5)."""
