@@ -17,6 +17,7 @@ what both say.
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from functools import cache
@@ -102,10 +103,27 @@ class Shape:
         return {"pinned", "hidden"} <= self.session_columns
 
 
+# Shapes by connection, each valid for the schema cookie it was read under (at most _KEPT of them).
+_SHAPES: dict[int, tuple[sqlite3.Connection, int, Shape]] = {}
+_SHAPES_LOCK = threading.Lock()
+_KEPT = 64
+
+
 def shape(conn: sqlite3.Connection) -> Shape:
-    """What this file has now (another process may add columns at any time, so it is asked per read)."""
+    """What this file has now. Another process may add columns at any time, so it is asked per
+    read; SQLite's schema cookie (`PRAGMA schema_version`, moved by any schema change by anyone)
+    says whether the answer read last time on this connection still holds."""
+    cookie = conn.execute("PRAGMA schema_version").fetchone()[0]
+    kept = _SHAPES.get(id(conn))
+    if kept is not None and kept[0] is conn and kept[1] == cookie:
+        return kept[2]
     tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    return Shape(frozenset(_columns_of(conn, "sessions")), frozenset(tables))
+    found = Shape(frozenset(_columns_of(conn, "sessions")), frozenset(tables))
+    with _SHAPES_LOCK:  # reader threads ask at the same time
+        if len(_SHAPES) >= _KEPT:
+            _SHAPES.pop(next(iter(_SHAPES)))
+        _SHAPES[id(conn)] = (conn, cookie, found)
+    return found
 
 
 @dataclass(frozen=True)

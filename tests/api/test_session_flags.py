@@ -205,3 +205,19 @@ def test_a_newer_profiles_home_has_the_columns_from_the_start(newer: RunningServ
     assert info["pinned"] == ("INTEGER", 1, "0") and info["hidden"] == ("INTEGER", 1, "0")
     assert info["last_read_at"] == ("REAL", 0, None)
     assert version == 22
+
+
+def test_remembered_reads_see_every_flag_change(newer: RunningServer) -> None:
+    """store/read_cache.py: a flag PATCH, and a flag another process writes, are in the very next
+    list and session answers (the remembered answers are of one database state only)."""
+    create(newer, "cache-flags")
+    ids = [row["id"] for row in listed(newer, "?limit=200")["data"]]
+    assert "cache-flags" in ids and listed(newer, "?limit=200")["data"] == listed(newer, "?limit=200")["data"]
+    assert newer.client.get("/api/sessions/cache-flags").json()["session"]["pinned"] is False
+    patch(newer, "cache-flags", {"pinned": True})
+    assert newer.client.get("/api/sessions/cache-flags").json()["session"]["pinned"] is True
+    assert next(r for r in listed(newer, "?limit=200")["data"] if r["id"] == "cache-flags")["pinned"] is True
+    with db(newer) as conn:  # as real Hermes (or its desktop) would
+        conn.execute("UPDATE sessions SET hidden = 1 WHERE id = 'cache-flags'")
+    assert "cache-flags" not in [row["id"] for row in listed(newer, "?limit=200")["data"]]
+    assert newer.client.get("/api/sessions/cache-flags").json()["session"]["hidden"] is True

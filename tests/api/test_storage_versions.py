@@ -122,6 +122,24 @@ def test_has_system_prompt_counts_the_prompt_store_in_newer_profiles(served: Run
         assert conn.execute("SELECT prompt FROM system_prompts WHERE hash = 'h-prompt'").fetchone() == (PROMPT,)
 
 
+def test_the_model_lock_clears_the_prompt_hash_too(served: RunningServer) -> None:
+    """§1.4 "POST /api/sessions/{session_id}/model" [R V2 §B.11]: the lock nulls `system_prompt` and
+    `system_prompt_hash`; the deduplicated prompt itself stays in `system_prompts`."""
+    assert served.client.post("/api/sessions", json={"id": "to-lock"}).status_code == 201
+    if not newer(served):  # 0.19.0 has no lock route
+        assert served.client.post("/api/sessions/to-lock/model", json={"model": "hermes-agent"}).status_code == 404
+        return
+    with sqlite3.connect(served.db_path) as conn:
+        conn.execute("UPDATE sessions SET system_prompt_hash = 'h-prompt' WHERE id = 'to-lock'")
+    assert served.client.get("/api/sessions/to-lock").json()["session"]["has_system_prompt"] is True
+    assert served.client.post("/api/sessions/to-lock/model", json={"model": "hermes-agent"}).status_code == 200
+    assert served.client.get("/api/sessions/to-lock").json()["session"]["has_system_prompt"] is False
+    with sqlite3.connect(served.db_path) as conn:
+        assert conn.execute("SELECT system_prompt, system_prompt_hash FROM sessions WHERE id = 'to-lock'").fetchone() == (
+            None, None)
+        assert conn.execute("SELECT COUNT(*) FROM system_prompts WHERE hash = 'h-prompt'").fetchone() == (1,)
+
+
 def test_last_active_counts_the_activity_heartbeat_in_newer_profiles(tmp_path: Path) -> None:
     """§2.3 "`last_active` should use the freshest of `last_activity_at` and the newest message": in 0.20+
     the heartbeat (T0+500) beats the newest message (T0+11) and orders the list; 0.19.0 ignores it."""
