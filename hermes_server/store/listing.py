@@ -53,7 +53,6 @@ SESSIONS_PER_ROW = 2
 MIN_WINDOW = 16
 
 
-
 def _meta_columns(hidden: bool) -> str:
     return f"""
     s.id, s.parent_session_id, s.source, s.started_at, s.ended_at, s.end_reason, s.archived,

@@ -137,8 +137,8 @@ class Preparer:
         if not _user_tables(conn):
             restrict_mode(path)
             conn.execute("PRAGMA journal_mode=WAL")
-            conn.executescript("BEGIN IMMEDIATE;\n" + schema_script() + "\nCOMMIT;")
-            self._add(conn, self.columns)
+            added = "".join(f"{column.ddl()};\n" for column in self.columns)
+            conn.executescript("BEGIN IMMEDIATE;\n" + schema_script() + "\n" + added + "COMMIT;")
         else:
             check_version(conn, path)
             missing = missing_columns(conn, self.columns)
@@ -147,18 +147,13 @@ class Preparer:
             if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
                 conn.execute("PRAGMA journal_mode=WAL")
             if missing:
-                self._add(conn, missing)
+                conn.execute("BEGIN IMMEDIATE")
+                add_columns(conn, missing)
+                conn.execute("COMMIT")
                 log.warning("added %s to %s (--migrate-home); schema_version unchanged",
                             ", ".join(column.label for column in missing), path)
         for statement in HS_INDEXES:
             conn.execute(statement)
-
-    @staticmethod
-    def _add(conn: sqlite3.Connection, columns: Sequence[Column]) -> None:
-        if columns:
-            conn.execute("BEGIN IMMEDIATE")
-            add_columns(conn, columns)
-            conn.execute("COMMIT")
 
 
 # 0.19.0's: a v22 file as it is.
