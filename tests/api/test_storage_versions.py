@@ -77,6 +77,14 @@ def test_every_session_route_answers_without_a_5xx(served: RunningServer) -> Non
         assert response.status_code < 500, (method, path, response.status_code, response.text)
         assert response.status_code in (200, 201), (method, path, response.text)
     assert [m["role"] for m in client.get("/api/sessions/made-here/messages").json()["data"]] == ["user", "assistant"]
+    # The other routes that store turns into state.db: chat completions (into a Hermes-written row and
+    # a new one) and the Responses API.
+    completion = {"model": "hermes-agent", "messages": [{"role": "user", "content": "via completions"}]}
+    for headers in ({"X-Hermes-Session-Id": "deduped"}, {}):
+        response = client.post("/v1/chat/completions", json=completion, headers=headers)
+        assert response.status_code == 200, response.text
+    response = client.post("/v1/responses", json={"model": "hermes-agent", "input": "via responses"})
+    assert response.status_code == 200, response.text
 
 
 def test_the_file_keeps_its_version_and_every_newer_object(served: RunningServer) -> None:
