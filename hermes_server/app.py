@@ -47,6 +47,7 @@ from hermes_server.store.gate import NO_GATE, WriteGate
 from hermes_server.store.jobs import JobsFile
 from hermes_server.store.read_cache import ReadCache
 from hermes_server.store.responses import ResponseStore
+from hermes_server.store.schema import needed_columns
 from hermes_server.store.seeding import SessionRows
 
 if TYPE_CHECKING:
@@ -76,6 +77,12 @@ def merged_components(*parts: dict[str, Any]) -> dict[str, Any]:
 def security_checks(settings: Settings) -> dict[str, Check]:
     """The check of each security scheme the Hermes operations name (the pipeline runs them)."""
     return {BEARER: bearer_check(settings.api_key), FIRE_TOKEN: catalog.refuse_fire_token}
+
+
+def state_db_preparer(settings: Settings, profile: Profile) -> migrate.Preparer:
+    """How state.db is created or checked when it opens: with the columns the profile stores
+    into, added to an existing file only under `--migrate-home` (store/migrate.py)."""
+    return migrate.Preparer(needed_columns(profile), settings.migrate_home, profile.version)
 
 
 class DatabaseMaker:
@@ -147,9 +154,9 @@ class HermesApp:
 
             gates = StorageGates()
         make_db = DatabaseMaker(settings, gates)
-        db = make_db(settings.db_path)
-        self.dialects = dialects = Dialects.build(settings, make_db)
         profile = PROFILES[settings.hermes_version]
+        db = make_db(settings.db_path, prepare=state_db_preparer(settings, profile))
+        self.dialects = dialects = Dialects.build(settings, make_db)
         routes = build_routes(profile) + dialects.routes
         quirks = Quirks.upstream(settings.upstream_quirks)
         errors = build_errors(quirks, profile).merged(dialects.errors)

@@ -76,6 +76,9 @@ class Settings:
     upstream_quirks: bool = False
     # The Hermes release answered as (serve --hermes-version; domain/profiles.py, docs/versions.md).
     hermes_version: str = "0.19.0"
+    # Add the columns the profile stores into to an existing state.db that lacks them
+    # (serve --migrate-home; store/migrate.py). Off: such a home is refused at start.
+    migrate_home: bool = False
     # The values of the known dialects' own options, by their rows' `dest` (each dialect's
     # switch among them); read as attributes, like the fields above.
     extras: Mapping[str, Any] = field(default_factory=dict, hash=False)

@@ -248,6 +248,11 @@ SERVE_OPTIONS: tuple[Option, ...] = (
            shown_default="none: any Origin header is refused with 403"),
     Option("hermes_version", "--hermes-version", "HERMES_SERVER_HERMES_VERSION", SETTING, one_of(tuple(PROFILES)),
            f"the Hermes release to answer as: {', '.join(PROFILES)} (docs/versions.md in the source)", metavar="VERSION"),
+    Option("migrate_home", "--migrate-home", "HERMES_SERVER_MIGRATE_HOME", SETTING, text,
+           "let a newer --hermes-version add the columns it stores into (sessions.pinned, hidden, "
+           "last_read_at) to an existing state.db that lacks them, as Hermes 0.20+ does on open; schema_version "
+           "and everything else stay as they are, and hermes-agent 0.19.0 still reads the file. Without it such a "
+           "home is refused at start (exit 2); it never migrates an older schema", switch=True),
     Option("log_level", "--log-level", "HERMES_SERVER_LOG_LEVEL", SETTING, one_of(LEVELS),
            f"log verbosity: {', '.join(LEVELS)}", metavar="LEVEL"),
     Option("log_format", "--log-format", "HERMES_SERVER_LOG_FORMAT", SETTING, one_of(FORMATS),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import signal
+import sqlite3
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -136,10 +137,11 @@ def serve(args: argparse.Namespace) -> int:
     import uvicorn
     from sse_starlette.sse import AppStatus
 
-    from hermes_server.app import create_app
+    from hermes_server.app import create_app, state_db_preparer
     from hermes_server.cli.listen import ListenError, bind
     from hermes_server.domain.errors import SchemaMismatch
-    from hermes_server.store.migrate import check_existing
+    from hermes_server.domain.profiles import PROFILES
+    from hermes_server.store.migrate import add_columns_now, check_existing
 
     settings, no_auth = settings_from_args(args)
     fmt = settings.log_format
@@ -150,10 +152,18 @@ def serve(args: argparse.Namespace) -> int:
         return 2
 
     # What refuses the start comes first: a refused start leaves the home as it was (no key file).
+    preparer = state_db_preparer(settings, PROFILES[settings.hermes_version])
     try:
-        check_existing(settings.db_path)
+        to_add = check_existing(settings.db_path, preparer)
     except SchemaMismatch as exc:
         return refuse(str(exc))
+    if to_add:  # only with --migrate-home: said, and done before anything is served
+        say(f"--migrate-home: adding {', '.join(column.label for column in to_add)} to {settings.db_path} for the "
+            f"{settings.hermes_version} profile (schema_version and all else unchanged)", fmt)
+        try:
+            add_columns_now(settings.db_path, preparer)
+        except (SchemaMismatch, OSError, sqlite3.Error) as exc:
+            return refuse(f"--migrate-home could not change {settings.db_path}: {exc}")
     if settings.fixture_path is not None:
         from hermes_server.testing.load import problems_of, start_report
 

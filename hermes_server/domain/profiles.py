@@ -91,6 +91,16 @@ class Addition(Enum):
     CHAT_RUNTIME = "chat_runtime"
     # POST /api/sessions: `source` normalised, the virtual model alias not stored (V2 §B.3).
     CREATE_FIELDS = "create_fields"
+    # Session flags: `pinned`/`archived`/`hidden` on the session object, PATCH of them and of
+    # `unread`, the list leaving hidden rows out and back-filling pinned ones (V2 §B.1/B.2/B.5;
+    # #86797). Needs the columns store/schema.py adds to a 0.19.0 state.db.
+    SESSION_FLAGS = "session_flags"
+    # `has_system_prompt` counts the prompt a v25+ home keeps in `system_prompts` behind
+    # `sessions.system_prompt_hash` (upstream's `COALESCE(sp.prompt, s.system_prompt)`).
+    PROMPT_STORE = "prompt_store"
+    # `last_active` is the freshest of `sessions.last_activity_at` and the newest message
+    # (upstream's `_sql_freshest_of`), where a v25+ home has that column.
+    ACTIVITY_CLOCK = "activity_clock"
 
 
 @dataclass(frozen=True)
@@ -108,7 +118,8 @@ class Profile:
 
 _SINCE_0_20 = frozenset({Addition.GATEWAY_AUTH, Addition.MODEL_OPTIONS, Addition.SESSION_MODEL_LOCK,
                          Addition.RUN_STEER, Addition.MESSAGE_PAGING, Addition.CHAT_RUNTIME,
-                         Addition.CREATE_FIELDS})
+                         Addition.CREATE_FIELDS, Addition.SESSION_FLAGS, Addition.PROMPT_STORE,
+                         Addition.ACTIVITY_CLOCK})
 
 HERMES_0_19 = Profile("0.19.0")
 HERMES_0_20 = Profile("0.20.4", FEATURES_0_20, ENDPOINTS_0_20, _SINCE_0_20)

@@ -10,6 +10,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from hermes_server.domain.session_flags import shown_flags
+
 SESSION_KEYS = (
     "id", "source", "user_id", "model", "title", "started_at", "ended_at",
     "end_reason", "message_count", "tool_call_count", "input_tokens",
@@ -29,9 +31,12 @@ MESSAGE_KEYS = (
 CONTENT_JSON_PREFIX = "\x00json:"
 
 
-def session_projection(row: Mapping[str, Any]) -> dict[str, Any]:
-    """Allowlisted keys present in `row`, in order, then the two `has_*` flags."""
+def session_projection(row: Mapping[str, Any], *, flags: bool = False) -> dict[str, Any]:
+    """Allowlisted keys present in `row`, in order, then (0.20.4's session flags, `flags`) the
+    flag columns as booleans, then the two `has_*` flags."""
     payload = {key: row[key] for key in SESSION_KEYS if key in row}
+    if flags:
+        payload.update(shown_flags(row))
     payload["has_system_prompt"] = bool(row.get("system_prompt"))
     payload["has_model_config"] = bool(row.get("model_config"))
     return payload

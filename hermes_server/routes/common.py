@@ -13,6 +13,7 @@ from starlette.requests import Request
 from hermes_server.api.errors import session_not_found
 from hermes_server.context import AppContext
 from hermes_server.store import sessions
+from hermes_server.store.schema import reading_of
 
 # Chat reads X-Hermes-Session-Key and answers with X-Hermes-Session-Id, so serving it
 # makes both header features true in /v1/capabilities.
@@ -20,9 +21,10 @@ CHAT_HEADER_FEATURES = ("session_key_header", "session_continuity_header")
 
 
 async def existing_session(ctx: AppContext, session_id: str) -> dict[str, Any]:
-    """The exact row for a path id: 503 when storage is down, else 404 when absent."""
+    """The exact row for a path id: 503 when storage is down, else 404 when absent; read as the
+    profile reads rows (a v25+ prompt behind its hash counts under 0.20+)."""
     await ctx.db.ensure_open()
-    row = await ctx.db.read(sessions.get_session, session_id)
+    row = await ctx.db.read(sessions.get_session, session_id, reading_of(ctx.profile))
     if row is None:
         raise session_not_found(session_id)
     return row

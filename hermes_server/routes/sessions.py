@@ -24,6 +24,13 @@ from hermes_server.domain.params import ListQuery
 from hermes_server.domain.profiles import Addition
 from hermes_server.domain.projection import message_projection, session_projection
 from hermes_server.domain.quirks import Quirk
+from hermes_server.domain.session_flags import (
+    PATCHABLE_0_19,
+    PATCHABLE_WITH_FLAGS,
+    NotABoolean,
+    flag_changes,
+    has_more,
+)
 from hermes_server.domain.titles import TitleTooLong, has_lone_surrogate, sanitize_title
 from hermes_server.http.body import read_json_object
 from hermes_server.http.errors import ApiError
@@ -33,8 +40,8 @@ from hermes_server.http.routing import Method, Operation, Route
 from hermes_server.openapi.schemas import BODY_ERRORS, SESSION_ERRORS, STORE_ERRORS
 from hermes_server.routes.common import existing_session, first_query_values
 from hermes_server.store import listing, messages, sessions
+from hermes_server.store.schema import reading_of
 
-PATCHABLE_FIELDS = {"title", "end_reason"}
 # What a fork whose storage failed after step k left stored (its steps are separate writes).
 _FORK_WRITTEN = {
     1: "the source session is closed, no fork was created",
@@ -43,12 +50,16 @@ _FORK_WRITTEN = {
 }
 
 
-def _session_document(row: dict[str, Any]) -> bytes:
-    return dumps({"object": "hermes.session", "session": session_projection(row)})
+def _flags_shown(ctx: AppContext) -> bool:
+    return Addition.SESSION_FLAGS in ctx.profile
 
 
-def _session_body(row: dict[str, Any], status: int = 200) -> Response:
-    return HermesJSONResponse.encoded(_session_document(row), status)
+def _session_document(ctx: AppContext, row: dict[str, Any]) -> bytes:
+    return dumps({"object": "hermes.session", "session": session_projection(row, flags=_flags_shown(ctx))})
+
+
+def _session_body(ctx: AppContext, row: dict[str, Any], status: int = 200) -> Response:
+    return HermesJSONResponse.encoded(_session_document(ctx, row), status)
 
 
 def refuse_id(session_id: str, problem: str) -> Exception:
@@ -69,14 +80,17 @@ async def list_sessions(request: Request, ctx: AppContext) -> Response:
     await ctx.db.ensure_open()
     query = ListQuery.parse(first_query_values(request))
 
+    flags = _flags_shown(ctx)
+
     async def build() -> bytes:
-        rows = await ctx.db.read(listing.list_sessions, query)
+        rows = await ctx.db.read(listing.list_sessions, query, reading_of(ctx.profile))
         return dumps({
             "object": "list",
-            "data": [session_projection(row) for row in rows],
+            "data": [session_projection(row, flags=flags) for row in rows],
             "limit": query.limit,
             "offset": query.offset,
-            "has_more": len(rows) == query.limit,
+            # 0.20.4 counts only unpinned rows (its back-filled pins are no next page).
+            "has_more": has_more(rows, query.limit) if flags else len(rows) == query.limit,
         })
 
     return HermesJSONResponse.encoded(await ctx.reads.get(("list", query), build))
@@ -115,7 +129,7 @@ async def create_session(request: Request, ctx: AppContext) -> Response:
         )
     except TitleTooLong as exc:  # D1: 0.19.0 crashes here (PATCH and fork refuse it as we do)
         raise LongCreateTitle(exc) from None
-    return _session_body(row, 201)
+    return _session_body(ctx, row, 201)
 
 
 async def get_session(request: Request, ctx: AppContext) -> Response:
@@ -125,19 +139,25 @@ async def get_session(request: Request, ctx: AppContext) -> Response:
     await ctx.db.ensure_open()
 
     async def build() -> bytes:
-        return _session_document(await existing_session(ctx, session_id))
+        return _session_document(ctx, await existing_session(ctx, session_id))
 
     return HermesJSONResponse.encoded(await ctx.reads.get(("session", session_id), build))
 
 
 async def patch_session(request: Request, ctx: AppContext) -> Response:
-    """PATCH /api/sessions/{id}: title first, then end_reason, each its own transaction."""
+    """PATCH /api/sessions/{id}: title first, then the flags (0.20.4), then end_reason, each its
+    own transaction; every flag is checked before anything is written."""
     session_id = request.path_params["session_id"]
     before = await existing_session(ctx, session_id)
     body = await read_json_object(request)
-    unknown = sorted(set(body) - PATCHABLE_FIELDS)
+    flags = _flags_shown(ctx)
+    unknown = sorted(set(body) - (PATCHABLE_WITH_FLAGS if flags else PATCHABLE_0_19))
     if unknown:
         raise ApiError(400, f"Unsupported session fields: {', '.join(unknown)}", "unsupported_session_field")
+    try:
+        changes = flag_changes(body) if flags else {}
+    except NotABoolean as refused:
+        raise ApiError(400, str(refused), "invalid_session_field") from None
     end_reason = body.get("end_reason")
     if end_reason:
         end_reason = storable_text(str(end_reason), "end_reason")
@@ -145,10 +165,12 @@ async def patch_session(request: Request, ctx: AppContext) -> Response:
         raw = body["title"]
         clean = sanitize_title("" if raw is None else str(raw))
         await ctx.db.write(sessions.set_title, session_id, clean)
+    if changes:
+        await ctx.db.write(sessions.set_flags, session_id, changes, ctx.now())
     if end_reason:
         await ctx.db.write(sessions.end_session, session_id, end_reason, ctx.now())
-    after = await ctx.db.read(sessions.get_session, session_id)
-    return _session_body(after or before)
+    after = await ctx.db.read(sessions.get_session, session_id, reading_of(ctx.profile))
+    return _session_body(ctx, after or before)
 
 
 async def delete_session(request: Request, ctx: AppContext) -> Response:
@@ -239,7 +261,7 @@ async def fork_session(request: Request, ctx: AppContext) -> Response:
         raise StorageFault(exc.reason, written=_FORK_WRITTEN[done].format(fork_id=fork_id)) from None
 
     child = await ctx.db.read(sessions.get_session, fork_id)
-    return _session_body(child or {"id": fork_id, "parent_session_id": source_id}, 201)
+    return _session_body(ctx, child or {"id": fork_id, "parent_session_id": source_id}, 201)
 
 
 def routes() -> list[Route]:

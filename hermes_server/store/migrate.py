@@ -1,19 +1,36 @@
-"""Create a fresh state.db from `migrations/*.sql`, or check that an existing one is v22.
+"""Create a fresh state.db from `migrations/*.sql`, or check an existing one, adding the
+columns the version profile stores into only where the operator allowed it.
 
-Upstream migrates old databases on open; we do not. A file at any other schema
-version is refused and left untouched, so real Hermes can migrate it itself.
-The only objects hermes-server adds to a database it did not create are its own
-`hs_*` indexes, created idempotently.
+Upstream migrates old databases on open; we do not migrate schemas. A file at schema
+version 22 (hermes-agent 0.19.0) up to 30 (the newest layout whose source was read,
+docs/versions.md) is served as it is: the tables, views and triggers newer Hermes added
+stay untouched and `schema_version` is never changed. Any other version is refused and
+left untouched, so real Hermes can migrate it itself. A profile newer than 0.19.0 stores
+into a few columns v22 lacks (store/schema.py); a file hermes-server creates gets them at
+once, an existing file only with `serve --migrate-home`, else the start is refused with
+one line naming what was found and what is wanted. Besides those columns, the only
+objects hermes-server adds to a database it did not create are its own `hs_*` indexes,
+created idempotently.
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from hermes_server.domain.errors import SchemaMismatch
+from hermes_server.store.schema import Column, add_columns, missing_columns
+
+log = logging.getLogger("hermes_server.store")
 
 SCHEMA_VERSION = 22
+# The newest schema version whose layout hermes-server has read (upstream's v30 SCHEMA_SQL,
+# hermes_state_common.py); newer files are refused, as their changes are unknown.
+NEWEST_READ = 30
+UNTOUCHED = "The file was not changed."
 
 # Indexes hermes-server needs for page-sized list queries; harmless to Hermes.
 HS_INDEXES = (
@@ -54,29 +71,44 @@ def _user_tables(conn: sqlite3.Connection) -> set[str]:
     return {row[0] for row in rows}
 
 
-def check_version(conn: sqlite3.Connection, path: Path) -> None:
-    """Raise SchemaMismatch, saying what to do, unless the existing database says schema version 22."""
-    untouched = "The file was not changed."
+def _version(conn: sqlite3.Connection, path: Path) -> object:
     if "schema_version" not in _user_tables(conn):
         raise SchemaMismatch(
             f"{path} is not a Hermes state.db (it has no schema_version table). "
-            f"Point --home/HERMES_HOME at a Hermes home or at an empty directory. {untouched}"
+            f"Point --home/HERMES_HOME at a Hermes home or at an empty directory. {UNTOUCHED}"
         )
     row = conn.execute("SELECT version FROM schema_version LIMIT 1").fetchone()
-    version = row[0] if row else None
-    if version == SCHEMA_VERSION:
+    return row[0] if row else None
+
+
+def check_version(conn: sqlite3.Connection, path: Path) -> None:
+    """Raise SchemaMismatch, saying what to do, unless the file is at a schema version served
+    as it is (22, hermes-agent 0.19.0, up to NEWEST_READ, written by Hermes 0.20/0.21)."""
+    version = _version(conn, path)
+    if isinstance(version, int) and SCHEMA_VERSION <= version <= NEWEST_READ:
         return
-    if isinstance(version, int) and version > SCHEMA_VERSION:
-        advice = (f"It was written by a Hermes newer than hermes-agent 0.19.0 (schema version {SCHEMA_VERSION}), "
-                  "which is what hermes-server reproduces; use a HERMES_HOME of hermes-agent 0.19.0 or an empty one.")
+    if isinstance(version, int) and version > NEWEST_READ:
+        advice = (f"It was written by a Hermes newer than any whose storage hermes-server has read (schema "
+                  f"versions {SCHEMA_VERSION} to {NEWEST_READ}); use a HERMES_HOME of such a Hermes or an empty one.")
     else:
         # Only a command that opens state.db migrates it (`hermes --version` does not).
         advice = ("Open it once with hermes-agent 0.19.0, which migrates it to "
                   f"version {SCHEMA_VERSION}: run `hermes sessions list` with HERMES_HOME set to this home. "
-                  "Or use an empty HERMES_HOME.")
+                  "Or use an empty HERMES_HOME. (--migrate-home only adds columns; it never migrates a schema.)")
     raise SchemaMismatch(
-        f"{path} is at Hermes schema version {version}; hermes-server serves only version "
-        f"{SCHEMA_VERSION}. {advice} {untouched}"
+        f"{path} is at Hermes schema version {version}; hermes-server serves schema versions "
+        f"{SCHEMA_VERSION} to {NEWEST_READ} (wanted: {SCHEMA_VERSION}). {advice} {UNTOUCHED}"
+    )
+
+
+def columns_refusal(path: Path, version: object, missing: Sequence[Column], wanted_by: str) -> SchemaMismatch:
+    """The one-line refusal of a file that lacks columns the profile stores into."""
+    names = ", ".join(column.label for column in missing)
+    return SchemaMismatch(
+        f"{path} is at Hermes schema version {version} without {names}; the {wanted_by} profile wants schema "
+        f"version {version} with them. Start once with `serve --migrate-home` to add them (as Hermes 0.20+ "
+        f"does; schema_version stays {version}, which hermes-agent 0.19.0 still reads), or use an empty "
+        f"HERMES_HOME. {UNTOUCHED}"
     )
 
 
@@ -91,28 +123,49 @@ def restrict_mode(path: Path) -> None:
         pass  # a filesystem without modes (some mounts): the database still works
 
 
-def prepare(conn: sqlite3.Connection, path: Path) -> None:
-    """Bring a freshly opened writer connection to a usable v22 database.
+@dataclass(frozen=True)
+class Preparer:
+    """Readies a freshly opened writer connection (a `Prepare`): creates a brand-new file with
+    every migration and the profile's columns in one transaction; checks an existing one
+    before anything is written to it, adding missing columns only when `migrate_home`."""
 
-    A brand-new (table-less) file gets every migration in one transaction; an
-    existing file is only version-checked before anything is written to it.
-    """
-    if not _user_tables(conn):
-        restrict_mode(path)
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.executescript("BEGIN IMMEDIATE;\n" + schema_script() + "\nCOMMIT;")
-    else:
-        check_version(conn, path)
-        if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+    columns: tuple[Column, ...] = ()
+    migrate_home: bool = False
+    wanted_by: str = "0.19.0"
+
+    def __call__(self, conn: sqlite3.Connection, path: Path) -> None:
+        if not _user_tables(conn):
+            restrict_mode(path)
             conn.execute("PRAGMA journal_mode=WAL")
-    for statement in HS_INDEXES:
-        conn.execute(statement)
+            added = "".join(f"{column.ddl()};\n" for column in self.columns)
+            conn.executescript("BEGIN IMMEDIATE;\n" + schema_script() + "\n" + added + "COMMIT;")
+        else:
+            check_version(conn, path)
+            missing = missing_columns(conn, self.columns)
+            if missing and not self.migrate_home:
+                raise columns_refusal(path, _version(conn, path), missing, self.wanted_by)
+            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+                conn.execute("PRAGMA journal_mode=WAL")
+            if missing:
+                conn.execute("BEGIN IMMEDIATE")
+                add_columns(conn, missing)
+                conn.execute("COMMIT")
+                log.warning("added %s to %s (--migrate-home); schema_version unchanged",
+                            ", ".join(column.label for column in missing), path)
+        for statement in HS_INDEXES:
+            conn.execute(statement)
 
 
-def check_existing(path: Path) -> None:
-    """Refuse early (before serving) a state.db at another schema version; never writes."""
+# 0.19.0's: a v22 file as it is.
+prepare = Preparer()
+
+
+def check_existing(path: Path, preparer: Preparer = prepare) -> list[Column]:
+    """Refuse early (before serving) a state.db at another schema version, or one lacking the
+    profile's columns without `--migrate-home`; never writes. The columns the first open will
+    add (only when allowed), so the caller can say so."""
     if not path.is_file() or path.stat().st_size == 0:
-        return
+        return []
     # A read-only connection still creates -wal/-shm beside a WAL database and cannot remove
     # them. When there is no -wal, everything is in the main file: read it as immutable,
     # which touches nothing else.
@@ -120,12 +173,26 @@ def check_existing(path: Path) -> None:
     conn = sqlite3.connect(f"{path.resolve().as_uri()}?{'mode=ro' if has_wal else 'immutable=1'}", uri=True)
     try:
         check_version(conn, path)
+        missing = missing_columns(conn, preparer.columns)
+        if missing and not preparer.migrate_home:
+            raise columns_refusal(path, _version(conn, path), missing, preparer.wanted_by)
+        return missing
     except sqlite3.DatabaseError as exc:
         if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_NOTADB:
             raise SchemaMismatch(
                 f"{path} is not an SQLite database. Point --home/HERMES_HOME at a Hermes home or at an "
-                "empty directory. The file was not changed."
+                f"empty directory. {UNTOUCHED}"
             ) from None
-        return  # unreadable right now (locked, permissions): the lazy open answers 503 and keeps retrying
+        return []  # unreadable right now (locked, permissions): the lazy open answers 503 and keeps retrying
+    finally:
+        conn.close()
+
+
+def add_columns_now(path: Path, preparer: Preparer) -> None:
+    """`serve --migrate-home` at start: open the file once and let `preparer` add what it lacks,
+    so the change happens (and is reported) before anything is served, not at some later first open."""
+    conn = sqlite3.connect(path, isolation_level=None, timeout=15.0)
+    try:
+        preparer(conn, path)
     finally:
         conn.close()

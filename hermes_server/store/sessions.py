@@ -13,12 +13,42 @@ from hermes_server.domain.errors import SessionExists, SessionGone, TitleConflic
 from hermes_server.domain.titles import like_escape, lineage_base, next_lineage_title, sanitize_title
 from hermes_server.store import lineage
 from hermes_server.store.db import fetch_dicts, loop_read
+from hermes_server.store.schema import PLAIN, Reading
+
+# A v25+ row keeps its prompt in `system_prompts` (upstream reads `COALESCE(sp.prompt, s.system_prompt)`).
+_RESOLVED_PROMPT_SQL = (
+    "SELECT s.*, COALESCE(sp.prompt, s.system_prompt) AS _system_prompt_resolved FROM sessions s"
+    " LEFT JOIN system_prompts sp ON sp.hash = s.system_prompt_hash WHERE s.id = ?"
+)
+
+# Upstream's `_set_lineage_column`: a flag is set on the row's whole compression lineage at once.
+_LINEAGE_SQL = """
+    WITH RECURSIVE
+      ancestors(id) AS (
+        SELECT ? UNION
+        SELECT parent.id FROM ancestors a JOIN sessions child ON child.id = a.id
+        JOIN sessions parent ON parent.id = child.parent_session_id WHERE parent.end_reason = 'compression'),
+      descendants(id) AS (
+        SELECT ? UNION
+        SELECT child.id FROM descendants d JOIN sessions parent ON parent.id = d.id
+        JOIN sessions child ON child.parent_session_id = parent.id WHERE parent.end_reason = 'compression')
+    UPDATE sessions SET {column} = ?
+    WHERE id IN (SELECT id FROM ancestors UNION SELECT id FROM descendants)
+"""
+# The column each PATCH flag writes, and the value it writes for true/false (`now` for a read mark).
+_FLAG_COLUMNS = {"pinned": "pinned", "archived": "archived", "hidden": "hidden", "unread": "last_read_at"}
 
 
 @loop_read
-def get_session(conn: sqlite3.Connection, session_id: str) -> dict[str, Any] | None:
-    """The whole row for an exact, case-sensitive id (archived rows included)."""
-    rows = fetch_dicts(conn, "SELECT * FROM sessions WHERE id = ?", (session_id,))
+def get_session(conn: sqlite3.Connection, session_id: str, reading: Reading = PLAIN) -> dict[str, Any] | None:
+    """The whole row for an exact, case-sensitive id (archived rows included); with a reading
+    that uses the prompt store, `system_prompt` is the prompt a v25+ row points to."""
+    if reading.on(conn).prompt_store:
+        rows = fetch_dicts(conn, _RESOLVED_PROMPT_SQL, (session_id,))
+        for row in rows:
+            row["system_prompt"] = row.pop("_system_prompt_resolved")
+    else:
+        rows = fetch_dicts(conn, "SELECT * FROM sessions WHERE id = ?", (session_id,))
     return rows[0] if rows else None
 
 
@@ -75,6 +105,17 @@ def set_title(conn: sqlite3.Connection, session_id: str, title: str | None) -> N
                 raise TitleConflict(f"Title '{title}' is already in use by session {holder}")
             conn.execute("UPDATE sessions SET title = NULL WHERE id = ?", (holder,))
     conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (title, session_id))
+
+
+def set_flags(conn: sqlite3.Connection, session_id: str, changes: dict[str, bool], now: float) -> None:
+    """PATCH's flags, each over the row's compression lineage as upstream's setters do; `unread`
+    sets the read watermark `last_read_at` (0.0: unread, `now`: read up to now)."""
+    for field, value in changes.items():
+        if field == "unread":
+            stored: float | int = 0.0 if value else now
+        else:
+            stored = int(value)
+        conn.execute(_LINEAGE_SQL.format(column=_FLAG_COLUMNS[field]), (session_id, session_id, stored))
 
 
 def end_session(conn: sqlite3.Connection, session_id: str, reason: str, now: float) -> None:

@@ -136,7 +136,8 @@ def write_version(path: Path, version: int | None) -> None:
 
 @pytest.mark.parametrize(("version", "needles"), [
     (21, ["is at Hermes schema version 21", "Open it once with hermes-agent 0.19.0", "migrates it"]),
-    (23, ["is at Hermes schema version 23", "newer than hermes-agent 0.19.0"]),
+    # v23-v30 (Hermes 0.20/0.21) are served as they are (tests/api/test_storage_versions.py).
+    (31, ["is at Hermes schema version 31", "newer than any whose storage hermes-server has read"]),
     (None, ["is not a Hermes state.db (it has no schema_version table)", "empty directory"]),
 ])
 def test_other_schema_versions_are_refused_and_left_untouched(tmp_path: Path, version: int | None,

@@ -4,7 +4,7 @@
 whole-table recursive CTE shaped like upstream's) on any database: random roots,
 compression chains, forks and branches (marker and heuristic), delegates, tool
 children, archived rows, tied timestamps and inactive messages, for any
-limit/offset/source/include_children.
+limit/offset/source/include_children; and with 0.20.4's session flags, hidden rows too.
 """
 
 from __future__ import annotations
@@ -19,9 +19,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hermes_server.domain.params import ListQuery
+from hermes_server.domain.profiles import HERMES_0_20
 from hermes_server.store import db as store_db
 from hermes_server.store import listing, migrate
 from hermes_server.store.listing import fast_page_ids, reference_page_ids
+from hermes_server.store.schema import PLAIN, Reading, needed_columns
 
 pytestmark = pytest.mark.slow
 
@@ -56,10 +58,15 @@ queries = st.builds(
 )
 
 
-def fresh_db(path: Path) -> sqlite3.Connection:
-    """A v22 state.db made by our own migrations (with the hs_* indexes the fast path uses)."""
+FLAGS = Reading(flags=True)
+
+
+def fresh_db(path: Path, reading: Reading = PLAIN) -> sqlite3.Connection:
+    """A v22 state.db made by our own migrations (with the hs_* indexes the fast path uses); with
+    the flags reading, as the 0.20.4 profile makes it (its flag columns added)."""
     conn = store_db.connect(path)
-    migrate.prepare(conn, path)
+    preparer = migrate.Preparer(needed_columns(HERMES_0_20)) if reading.flags else migrate.prepare
+    preparer(conn, path)
     return conn
 
 
@@ -93,15 +100,16 @@ def fill(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> None:
     conn.execute("COMMIT")
 
 
-def assert_same_pages(conn: sqlite3.Connection, rows: list[dict[str, Any]], query: ListQuery) -> None:
+def assert_same_pages(conn: sqlite3.Connection, rows: list[dict[str, Any]], query: ListQuery,
+                      reading: Reading = PLAIN) -> None:
     # The drawn query, then a sweep of the others on the same data (cheap on a small table).
     sweep = [ListQuery(limit, offset, source, children)
              for limit, offset in ((200, 0), (1, 0), (2, 1), (3, 4))
              for source in (None, "api_server", "cli", "tool")
              for children in (False, True)]
     for q in [query, *sweep]:
-        fast = fast_page_ids(conn, q)
-        assert fast is None or fast == reference_page_ids(conn, q), (q, json.dumps(rows))
+        fast = fast_page_ids(conn, q, reading=reading)
+        assert fast is None or fast == reference_page_ids(conn, q, reading), (q, json.dumps(rows))
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -126,6 +134,20 @@ def test_tiny_windows_page_equals_reference_page(tmp_path: Path, monkeypatch: py
     assert_same_pages(conn, rows, query)
 
 
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=session_rows, query=queries, hidden=st.sets(st.integers(0, 19)))
+def test_fast_page_equals_reference_page_with_hidden_rows(tmp_path: Path, rows: list[dict[str, Any]],
+                                                          query: ListQuery, hidden: set[int]) -> None:
+    """0.20.4 leaves hidden rows out: both plans agree, and no hidden row is ever on a page."""
+    conn = _connection(tmp_path, FLAGS)
+    fill(conn, rows)
+    with conn:
+        conn.executemany("UPDATE sessions SET hidden = 1 WHERE id = ?", [(f"s{i:02d}",) for i in hidden])
+    assert_same_pages(conn, rows, query, FLAGS)
+    page = reference_page_ids(conn, ListQuery(limit=200, include_children=True), FLAGS)
+    assert not {f"s{i:02d}" for i in hidden} & set(page)
+
+
 def test_budget_exhaustion_gives_none(tmp_path: Path) -> None:
     """When the incremental plan would cost too much it says so, and the caller uses the reference."""
     conn = _connection(tmp_path)
@@ -138,8 +160,8 @@ def test_budget_exhaustion_gives_none(tmp_path: Path) -> None:
 _CONNECTIONS: dict[Path, sqlite3.Connection] = {}
 
 
-def _connection(tmp_path: Path) -> sqlite3.Connection:
+def _connection(tmp_path: Path, reading: Reading = PLAIN) -> sqlite3.Connection:
     """One database per test function, reused across hypothesis examples (refilled each time)."""
     if tmp_path not in _CONNECTIONS:
-        _CONNECTIONS[tmp_path] = fresh_db(tmp_path / "state.db")
+        _CONNECTIONS[tmp_path] = fresh_db(tmp_path / "state.db", reading)
     return _CONNECTIONS[tmp_path]

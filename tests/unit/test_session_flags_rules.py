@@ -1,0 +1,65 @@
+"""The pure rules of 0.20.4's session flags (domain/session_flags.py) and the profile columns'
+preparation (store/migrate.py `Preparer`, store/schema.py) on a real SQLite file."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from hermes_server.domain.errors import SchemaMismatch
+from hermes_server.domain.profiles import HERMES_0_19, HERMES_0_20, HERMES_0_21
+from hermes_server.domain.session_flags import NotABoolean, flag_changes, has_more, shown_flags
+from hermes_server.store.migrate import Preparer, check_existing, prepare
+from hermes_server.store.schema import Reading, missing_columns, needed_columns, reading_of, shape
+
+
+def test_flag_changes_take_booleans_only_and_name_the_first_refused() -> None:
+    assert flag_changes({"title": "t", "unread": False, "pinned": True}) == {"pinned": True, "unread": False}
+    with pytest.raises(NotABoolean, match=r"^'archived' must be a boolean$"):
+        flag_changes({"hidden": 1, "archived": "yes"})  # checked in PATCH_FLAGS order: archived first
+
+
+def test_shown_flags_and_has_more() -> None:
+    assert shown_flags({"pinned": 1, "archived": 0, "title": "x"}) == {"pinned": True, "archived": False}
+    rows = [{"pinned": 0}, {"pinned": 1}, {"pinned": 0}]
+    assert has_more(rows, 2) is True and has_more(rows, 3) is False
+
+
+def test_profiles_need_columns_and_readings_as_data() -> None:
+    assert needed_columns(HERMES_0_19) == () and reading_of(HERMES_0_19).plain
+    labels = [column.label for column in needed_columns(HERMES_0_20)]
+    assert labels == ["sessions.pinned", "sessions.hidden", "sessions.last_read_at"]
+    assert needed_columns(HERMES_0_21) == needed_columns(HERMES_0_20)
+    assert reading_of(HERMES_0_20) == Reading(prompt_store=True, activity_clock=True, flags=True)
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    return sqlite3.connect(path, isolation_level=None)
+
+
+def test_preparer_adds_columns_to_a_new_file_and_to_an_old_one_only_when_allowed(tmp_path: Path) -> None:
+    columns = needed_columns(HERMES_0_20)
+    fresh = tmp_path / "fresh.db"
+    conn = _open(fresh)
+    Preparer(columns)(conn, fresh)
+    assert missing_columns(conn, columns) == [] and shape(conn).flags
+    conn.close()
+
+    old = tmp_path / "old.db"
+    conn = _open(old)
+    prepare(conn, old)  # 0.19.0's: none of them
+    assert [c.name for c in missing_columns(conn, columns)] == ["pinned", "hidden", "last_read_at"]
+    with pytest.raises(SchemaMismatch, match="wants schema version 22 with them"):
+        Preparer(columns, wanted_by="0.20.4")(conn, old)
+    with pytest.raises(SchemaMismatch):
+        check_existing(old, Preparer(columns))
+    conn.close()
+    assert [c.name for c in check_existing(old, Preparer(columns, migrate_home=True))] == [
+        "pinned", "hidden", "last_read_at"]
+    conn = _open(old)
+    Preparer(columns, migrate_home=True)(conn, old)
+    assert missing_columns(conn, columns) == []
+    assert conn.execute("SELECT version FROM schema_version").fetchone() == (22,)
+    conn.close()
