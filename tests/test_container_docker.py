@@ -2,7 +2,8 @@
 
 Builds the Dockerfile, starts the image, waits for Docker to call it healthy (its own
 HEALTHCHECK), runs examples/compose/lifecycle_check.py against it, then `docker stop`s it
-and checks it ended by itself (exit 0, well inside stop's 10 s) with nothing logged as an error.
+and checks it ended by itself (exit 0, well inside stop's 10 s) with nothing logged as an error,
+and that the files it writes in /data carry user and group `hermes`.
 Then runs the compose example as README says, with each Compose the machine has (the
 `docker compose` plugin, Debian's `docker-compose` v1), on the same base: up, healthy,
 answering on the host, and down with nothing left behind.
@@ -151,6 +152,14 @@ def test_the_image_gets_healthy_passes_the_lifecycle_and_stops_cleanly(container
     text = logs.stdout + logs.stderr
     assert "Traceback" not in text and not re.search(r"\b(ERROR|CRITICAL)\b", text), text
     assert "Application shutdown complete" in text
+
+
+def test_files_written_in_data_carry_a_named_group(image: str) -> None:
+    """What the server writes in /data belongs to user and group `hermes` (tests/test_container.py checks
+    the Dockerfile's lines; this, the image they build)."""
+    probe = "id -un; id -gn; touch /data/probe; stat -c %U:%G /data /data/probe"
+    out = docker("run", "--rm", "--entrypoint", "sh", image, "-c", probe, timeout=120).stdout.split()
+    assert out == ["hermes", "hermes", "hermes:hermes", "hermes:hermes"], out
 
 
 def test_a_home_that_cannot_hold_state_db_keeps_the_container_unhealthy(image: str) -> None:
