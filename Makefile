@@ -33,6 +33,9 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e '.[test]'
 	touch $(STAMP) $(RUNTIME_STAMP)
 
+# HERMES_SERVER_LAUNCHER: a port in use (or a bad host) is then refused with `make serve PORT=…`
+# (HOST=…), the way this target is run, not with the --port option make passes it as.
+serve: private export HERMES_SERVER_LAUNCHER := make serve
 serve: $(RUNTIME_STAMP)
 	@echo "make serve: other commands run as $(BIN)/hermes-server COMMAND, or make cli ARGS='COMMAND ...'"
 	$(BIN)/hermes-server serve $(if $(PORT),--port $(PORT)) $(if $(HOST),--host $(HOST))

@@ -272,3 +272,41 @@ def test_compose_file_waits_for_a_healthy_fixture() -> None:
     assert _seconds(hermes["stop_grace_period"]) > 9  # longer than the image's grace plus turn drain
     for spec in client["volumes"]:
         assert (COMPOSE.parent / spec.split(":")[0]).is_file(), spec
+
+
+def _dockerfile_base() -> str:
+    return re.search(r"^ARG BASE=(\S+)", DOCKERFILE.read_text(), re.M).group(1)
+
+
+def test_compose_file_is_read_by_compose_v1_and_v2_and_takes_a_local_base() -> None:
+    """Issue 22: Debian's docker-compose (v1) refused the top-level `name:`, and offline neither service
+    could use the local base image. The project name moved to .env, which v1 and v2 both read."""
+    compose: dict[str, Any] = yaml.safe_load(COMPOSE.read_text())
+    assert {key for key in compose if not key.startswith("x-")} == {"services", "volumes"}
+    base = f"${{BASE:-{_dockerfile_base()}}}"
+    hermes, client = compose["services"]["hermes"], compose["services"]["lifecycle-check"]
+    assert hermes["build"]["args"] == {"BASE": base} and client["image"] == base
+    settings = [line for line in (COMPOSE.parent / ".env").read_text().splitlines() if not line.startswith("#")]
+    assert settings == ["COMPOSE_PROJECT_NAME=hermes-fixture"]
+    assert hermes["ports"] == ["127.0.0.1:${HERMES_PORT:-8642}:8642"]
+
+
+def _shell_lines(page: str) -> list[str]:
+    """The commands of a page's bash blocks, comments dropped."""
+    blocks = re.findall(r"```bash\n(.*?)```", page, re.S)
+    return [line.split(" #")[0].strip() for block in blocks for line in block.splitlines() if line.strip()]
+
+
+def test_the_container_doc_shows_apt_get_update_and_does_not_assume_sudo() -> None:
+    """Issue 22: docs/container.md ran `sudo apt-get install` with no `apt-get update` before it."""
+    page = (ROOT / "docs" / "container.md").read_text()
+    lines = _shell_lines(page)
+    assert [line for line in lines if line.startswith("sudo")] == []
+    assert "as root, or prefix each with `sudo`" in page
+    installs = [i for i, line in enumerate(lines) if line.startswith("apt-get install")]
+    assert installs and "apt-get update" in lines[:installs[0]]
+    assert "docker-compose" in lines[installs[0]].split()
+    # The offline compose lines are those tests/test_container_docker.py runs with each Compose.
+    assert ("BASE=hermes-server-base:bookworm docker-compose up --build --abort-on-container-exit "
+            "--exit-code-from lifecycle-check") in lines
+    assert "docker-compose down -v" in lines

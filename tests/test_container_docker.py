@@ -1,8 +1,12 @@
-"""The image itself, where a Docker daemon is reachable (`make test-container`); skipped with the reason elsewhere.
+"""The image and the compose example where a Docker daemon answers (`make test-container`); skipped, with the reason, elsewhere.
 
 Builds the Dockerfile, starts the image, waits for Docker to call it healthy (its own
 HEALTHCHECK), runs examples/compose/lifecycle_check.py against it, then `docker stop`s it
-and checks it ended by itself (exit 0, well inside stop's 10 s) with nothing logged as an error.
+and checks it ended by itself (exit 0, well inside stop's 10 s) with nothing logged as an error,
+and that the files it writes in /data carry user and group `hermes`.
+Then runs the compose example as README says, with each Compose the machine has (the
+`docker compose` plugin, Debian's `docker-compose` v1), on the same base: up, healthy,
+answering on the host, and down with nothing left behind.
 
 The base image is the Dockerfile's own (python:3.11-slim-bookworm) when the daemon has it
 or can pull it; else HERMES_CONTAINER_BASE, else hermes-server-base:bookworm made by
@@ -19,8 +23,10 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,6 +35,7 @@ from tests.support.server import free_port
 pytestmark = [pytest.mark.container, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[1]
+COMPOSE_DIR = ROOT / "examples" / "compose"
 IMAGE = "hermes-server:test"
 DEFAULT_BASE = re.search(r"^ARG BASE=(\S+)", (ROOT / "Dockerfile").read_text(), re.M).group(1)
 LOCAL_BASE = "hermes-server-base:bookworm"
@@ -80,15 +87,20 @@ def _base() -> str:
     if pulled is not None and pulled.returncode == 0:
         return DEFAULT_BASE
     pytest.skip(f"{DEFAULT_BASE} cannot be pulled (no image registry?) and {LOCAL_BASE} is not built: "
-                "make it with `sudo tools/make_base_image.sh` (docs/container.md)")
+                "make it, as root, with `tools/make_base_image.sh` (docs/container.md)")
 
 
 @pytest.fixture(scope="module")
-def image() -> str:
+def base() -> str:
+    """The base image both the image test and the compose example build on (skips without a daemon)."""
     problem = _daemon_problem()
     if problem:
         pytest.skip(problem)
-    base = _base()
+    return _base()
+
+
+@pytest.fixture(scope="module")
+def image(base: str) -> str:
     docker("build", "--network", "host", "--build-arg", f"BASE={base}", "-t", IMAGE, str(ROOT), timeout=1200)
     return IMAGE
 
@@ -142,6 +154,14 @@ def test_the_image_gets_healthy_passes_the_lifecycle_and_stops_cleanly(container
     assert "Application shutdown complete" in text
 
 
+def test_files_written_in_data_carry_a_named_group(image: str) -> None:
+    """What the server writes in /data belongs to user and group `hermes` (tests/test_container.py checks
+    the Dockerfile's lines; this, the image they build)."""
+    probe = "id -un; id -gn; touch /data/probe; stat -c %U:%G /data /data/probe"
+    out = docker("run", "--rm", "--entrypoint", "sh", image, "-c", probe, timeout=120).stdout.split()
+    assert out == ["hermes", "hermes", "hermes:hermes", "hermes:hermes"], out
+
+
 def test_a_home_that_cannot_hold_state_db_keeps_the_container_unhealthy(image: str) -> None:
     port = free_port()
     name = f"hermes-server-test-{os.getpid()}-{port}"
@@ -159,3 +179,73 @@ def test_a_home_that_cannot_hold_state_db_keeps_the_container_unhealthy(image: s
         assert docker("logs", name).stderr.count("state.db cannot be opened at /etc/hostname/home/state.db") == 1
     finally:
         docker("rm", "-f", "-v", name, check=False)
+
+
+def _composes() -> list[Any]:
+    """Each Compose on this machine as a parameter (the plugin, v2; the standalone command,
+    Debian's v1), or one skipped parameter saying what to install."""
+    found = []
+    if shutil.which("docker") is not None:
+        try:
+            plugin = subprocess.run(["docker", "compose", "version"], capture_output=True, timeout=20).returncode == 0
+        except subprocess.TimeoutExpired:
+            plugin = False
+        if plugin:
+            found.append(pytest.param(("docker", "compose"), id="docker_compose"))
+    if shutil.which("docker-compose") is not None:
+        found.append(pytest.param(("docker-compose",), id="docker-compose"))
+    return found or [pytest.param((), id="no-compose", marks=pytest.mark.skip(
+        reason="neither `docker compose` nor `docker-compose` on PATH (apt-get install docker-compose)"))]
+
+
+def _bridge_problem() -> str | None:
+    """Why the daemon cannot make the network compose gives a project (a daemon without bridges), or None."""
+    probe = f"hermes-compose-probe-{os.getpid()}"
+    made = docker("network", "create", probe, check=False)
+    if made.returncode != 0:
+        return f"the daemon cannot create a bridge network, which compose needs: {made.stderr.strip()}"
+    docker("network", "rm", probe, check=False)
+    return None
+
+
+def _layers(name: str) -> list[str]:
+    return json.loads(docker("image", "inspect", "--format", "{{json .RootFS.Layers}}", name).stdout)
+
+
+@pytest.mark.parametrize("compose", _composes())
+def test_the_compose_example_runs_offline_on_the_local_base_and_comes_down(base: str,
+                                                                           compose: tuple[str, ...]) -> None:
+    problem = _bridge_problem()
+    if problem:
+        pytest.skip(problem)
+    project, port = f"hermes-compose-test-{os.getpid()}", free_port()
+    env = {**os.environ, "BASE": base, "HERMES_PORT": str(port), "API_SERVER_KEY": KEY}
+
+    def run(*args: str, timeout: float) -> subprocess.CompletedProcess:
+        return subprocess.run([*compose, "-p", project, *args], cwd=COMPOSE_DIR, env=env, capture_output=True,
+                              text=True, timeout=timeout)
+
+    try:
+        # README's command: build, wait for the fixture to be healthy, run the client, stop both.
+        up = run("up", "--build", "--abort-on-container-exit", "--exit-code-from", "lifecycle-check", timeout=1200)
+        assert up.returncode == 0, (up.stdout + up.stderr)[-4000:]
+        assert "lifecycle check passed" in up.stdout + up.stderr
+        # BASE reached both services: the server is built on it, the client runs it.
+        assert _layers("hermes-server:local")[:len(_layers(base))] == _layers(base)
+        client = run("ps", "-a", "-q", "lifecycle-check", timeout=60).stdout.strip()
+        assert docker("inspect", "--format", "{{.Config.Image}}", client).stdout.strip() == base
+        # The fixture alone, as a suite on the host uses it: healthy, and answering on HERMES_PORT.
+        started = run("up", "-d", "hermes", timeout=120)
+        assert started.returncode == 0, started.stdout + started.stderr
+        _wait_healthy(run("ps", "-q", "hermes", timeout=60).stdout.strip())
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/api/sessions",
+                                         headers={"Authorization": f"Bearer {KEY}"})
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            # The key of the environment is the fixture's; the check deleted every session it made.
+            assert answer.status == 200 and json.loads(answer.read())["data"] == []
+    finally:
+        down = run("down", "-v", "--remove-orphans", timeout=120)
+    assert down.returncode == 0, down.stdout + down.stderr
+    label = f"label=com.docker.compose.project={project}"
+    assert docker("ps", "-aq", "--filter", label).stdout.split() == []
+    assert docker("volume", "ls", "-q", "--filter", label).stdout.split() == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 from pathlib import Path
 
@@ -73,3 +74,21 @@ def test_the_readme_sets_the_key_its_curl_lines_send() -> None:
     assert setting != -1, "no line before the first curl sets $KEY"
     assert readme[setting:].startswith(f"KEY=$(cat .hermes-home/{KEY_FILE})")
     assert "HERMES_HOME ?= $(CURDIR)/.hermes-home" in (ROOT / "Makefile").read_text()
+
+
+@pytest.mark.parametrize("taken_by", ["PORT", "API_SERVER_PORT"])
+def test_make_serve_on_a_taken_port_names_make_serve_port(tmp_path: Path, taken_by: str) -> None:
+    """Issue 22: `make serve`'s refusal names its own form, `make serve PORT=…`, not the --port make passes on."""
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS", "API_SERVER_KEY")}
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        given = [f"PORT={port}"] if taken_by == "PORT" else []
+        run = subprocess.run(["make", "--no-print-directory", "-o", ".venv/.installed-runtime", "serve", *given,
+                              f"HERMES_HOME={tmp_path / 'home'}"], cwd=ROOT, capture_output=True, text=True,
+                             timeout=60, env={**env, "API_SERVER_PORT": port} if not given else env)
+    assert run.returncode != 0 and "serving" not in run.stdout
+    refusal = [line for line in run.stderr.splitlines() if line.startswith("hermes-server:")]
+    assert refusal == [f"hermes-server: cannot listen on 127.0.0.1:{port}: address already in use by another "
+                       "process; stop it, or choose another port with make serve PORT=…"], run.stderr

@@ -2,7 +2,7 @@
 # Build a stand-in for python:3.11-slim-bookworm from Debian's own packages, for a machine
 # whose Docker daemon cannot pull from an image registry (docs/container.md).
 #
-#   sudo tools/make_base_image.sh [TAG] [MIRROR]
+#   tools/make_base_image.sh [TAG] [MIRROR]          # as root, or prefix sudo
 #   docker build --build-arg BASE=TAG -t hermes-server .
 #
 # Debian bookworm's python3 is 3.11, as the image's. A virtualenv at /usr/local gives the
