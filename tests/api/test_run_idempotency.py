@@ -36,7 +36,7 @@ def _fresh(server: RunningServer) -> None:
     assert server.client.post("/_fixture/reset", json={"to": "empty"}).status_code == 200
 
 
-def _submit(server: RunningServer, body: object, key: str = "order-42", **headers: str):  # noqa: ANN202
+def _submit(server: RunningServer, body: object, key: str = "order-42", **headers: str):
     return server.client.post("/v1/runs", json=body, headers={"Idempotency-Key": key, **headers})
 
 
