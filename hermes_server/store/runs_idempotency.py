@@ -215,9 +215,12 @@ class RunKeyStore:
         def run() -> None:
             try:
                 self._run(write)
-            except (sqlite3.Error, AssertionError) as exc:
+            except (sqlite3.Error, AssertionError) as exc:  # AssertionError: the store is closed
                 log.warning("the status of run %s could not be kept (%s)", run_id, type(exc).__name__)
-        self._thread.submit(run)
+        try:
+            self._thread.submit(run)
+        except RuntimeError:  # closed at shutdown: a turn's last word after it is not kept
+            log.warning("the status of run %s could not be kept (the store is closed)", run_id)
 
     async def reset(self) -> None:
         """Forget every record (a registered part of the server's state)."""
