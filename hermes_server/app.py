@@ -32,14 +32,25 @@ from hermes_server.context import AppContext
 from hermes_server.dialects import KNOWN
 from hermes_server.domain.clock import Clock
 from hermes_server.domain.ids import IdSource
-from hermes_server.domain.profiles import HERMES_0_19, PROFILES, Profile
+from hermes_server.domain.profiles import HERMES_0_19, PROFILES, Addition, Profile
 from hermes_server.domain.quirks import Quirks
 from hermes_server.families import FixtureParts, with_defaults
 from hermes_server.http.auth import bearer_check
 from hermes_server.http.pipeline import Check, Pipeline
 from hermes_server.http.routing import BEARER, Route, Router
 from hermes_server.openapi.schemas import FIRE_TOKEN
-from hermes_server.routes import catalog, chat, completions, discovery, jobs, models, responses, runs, sessions
+from hermes_server.routes import (
+    catalog,
+    chat,
+    completions,
+    discovery,
+    jobs,
+    models,
+    responses,
+    runs,
+    sessions,
+    unserved,
+)
 from hermes_server.state import StateRegistry
 from hermes_server.store import migrate
 from hermes_server.store.db import Database, DatabaseFactory, Prepare
@@ -47,6 +58,7 @@ from hermes_server.store.gate import NO_GATE, WriteGate
 from hermes_server.store.jobs import JobsFile
 from hermes_server.store.read_cache import ReadCache
 from hermes_server.store.responses import ResponseStore
+from hermes_server.store.runs_idempotency import RunKeyStore
 from hermes_server.store.schema import needed_columns
 from hermes_server.store.seeding import SessionRows
 
@@ -61,8 +73,9 @@ def build_routes(profile: Profile = HERMES_0_19) -> list[Route]:
     """Every Hermes path this server serves, in upstream's order (discovery, sessions, chat),
     with the routes the version profile adds, each where upstream's table has it."""
     return models.with_additions([
-        *discovery.routes(), *sessions.routes(), *chat.routes(), *completions.routes(), *responses.routes(),
-        *runs.routes(profile), *catalog.routes(), *jobs.routes()], profile)
+        *discovery.routes(), *unserved.browser_routes(profile), *sessions.routes(), *chat.routes(),
+        *completions.routes(), *responses.routes(), *runs.routes(profile), *catalog.routes(), *jobs.routes(),
+        *unserved.room_routes(profile)], profile)
 
 
 def merged_components(*parts: dict[str, Any]) -> dict[str, Any]:
@@ -172,10 +185,12 @@ class HermesApp:
             routes = control.wrap_routes(routes, errors, db, dialects.databases)
             control.register(state)  # first: an injected outage ends before state.db is emptied
         clock, turns = Clock(settings.deterministic), TurnTasks()
+        # 0.21.2's runs_idempotency.db; no other profile creates the file.
+        run_keys = RunKeyStore(settings.runs_idempotency_path) if Addition.RUN_IDEMPOTENCY in profile else None
         self.context = ctx = AppContext(
             settings=settings, db=db, agent=build_agent(settings), clock=clock,
             ids=IdSource(settings.deterministic), routes=routes, state=state, turns=turns,
-            replays=ReplayCache(), runs=Runs(clock), response_store=ResponseStore(settings.response_store_path),
+            replays=ReplayCache(), runs=Runs(clock, run_keys), response_store=ResponseStore(settings.response_store_path),
             slots=Slots(settings.max_concurrent_runs, turns),
             reads=ReadCache(db, int(settings.read_cache_mb * 1024 * 1024)),
             jobs=JobsFile(settings.home, clock.now), hooks=control.hooks if control else NO_HOOKS,
@@ -237,6 +252,8 @@ class HermesApp:
         await ctx.agent.aclose()
         await ctx.db.close()
         await ctx.response_store.close()
+        if ctx.runs.keys is not None:
+            await ctx.runs.keys.close()
         await self.dialects.close()
 
 
@@ -246,6 +263,8 @@ def register_state(ctx: AppContext, dialects: Dialects) -> None:
     state = ctx.state
     state.register("sessions", SessionRows(ctx.db))
     dialects.register(state)
+    if ctx.runs.keys is not None:
+        state.register("run_keys", ctx.runs.keys)
     for name, part in (("responses", ctx.response_store), ("runs", ctx.runs), ("replays", ctx.replays),
                        ("jobs", ctx.jobs), ("turns", ctx.turns), ("reads", ctx.reads), ("clock", ctx.clock),
                        ("ids", ctx.ids)):

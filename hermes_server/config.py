@@ -99,3 +99,8 @@ class Settings:
     def response_store_path(self) -> Path:
         """The Responses API store beside state.db, as upstream names it."""
         return self.home / "response_store.db"
+
+    @property
+    def runs_idempotency_path(self) -> Path:
+        """0.21's Idempotency-Key records of POST /v1/runs beside state.db, as upstream names the file."""
+        return self.home / "runs_idempotency.db"

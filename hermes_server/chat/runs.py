@@ -13,7 +13,14 @@ As upstream keeps them, in memory only:
   the run is unknown. A queue nobody subscribed to is dropped 5 minutes after submit;
 - the **live** part (task, stop request, approvals, steer text) until the turn ends.
   Stop, approval and (0.20+) steer answer only while it exists; the run counts against
-  the cap until then.
+  the cap until then;
+- (0.21) for a run submitted with an `Idempotency-Key`, its status in `runs_idempotency.db`
+  too (`store/runs_idempotency.py`), updated as upstream's `_set_run_status` does, so a
+  replay and `GET /v1/runs/{id}` find it after a restart; one whose owner process is
+  gone reads `interrupted` (`hydrate`).
+
+A 0.20+ session stream (`/api/sessions/{id}/chat/stream`) registers its run here too, without
+an event queue, so status, stop and steer reach it by its `run_id`.
 
 The turn itself is an ordinary chat turn (`chat/turn.py`) on the run's session with
 the history the request gave (never state.db's), run in a task the server owns.
@@ -33,6 +40,8 @@ from hermes_server.chat.turn import ChatTurn, TurnContext, run_turn
 from hermes_server.domain.content import normalize_content
 from hermes_server.domain.redact import redact
 from hermes_server.domain.run_input import stored_user_message
+from hermes_server.domain.run_keys import SETTLED, interrupted
+from hermes_server.store.runs_idempotency import RunKeyStore
 
 log = logging.getLogger("hermes_server.chat")
 
@@ -44,6 +53,8 @@ SWEEP_INTERVAL = 60.0
 APPROVAL_TIMEOUT = 60.0
 TERMINAL = ("completed", "failed", "cancelled")
 APPROVAL_CHOICES = ("once", "session", "always", "deny")
+# A kept run's status is written again when one of these fields is set (or its status changes).
+_KEPT_FIELDS = frozenset({"output", "error", "usage", "pending_steer", "session_id"})
 
 
 def approval_choices(smart_denied: bool, allow_permanent: bool) -> list[str]:
@@ -107,8 +118,11 @@ class LiveRun:
 class Runs:
     """Every run of one server: statuses, event queues, live turns."""
 
-    def __init__(self, clock: Any) -> None:
+    def __init__(self, clock: Any, keys: RunKeyStore | None = None) -> None:
         self.clock = clock
+        # runs_idempotency.db (0.21.2), and the runs whose status it keeps.
+        self.keys = keys
+        self.kept: set[str] = set()
         self.statuses: dict[str, dict[str, Any]] = {}
         self.streams: dict[str, asyncio.Queue[dict[str, Any] | None]] = {}
         self.stream_created: dict[str, float] = {}
@@ -125,10 +139,13 @@ class Runs:
         """Update a status as upstream does: the fixed keys, `created_at` once, then `fields`."""
         now = self.now()
         current = self.statuses.get(run_id, {})
+        changed = current.get("status") != status or status in SETTLED or not _KEPT_FIELDS.isdisjoint(fields)
         current.update({"object": "hermes.run", "run_id": run_id, "status": status, "updated_at": now})
         current.setdefault("created_at", fields.pop("created_at", now))
         current.update(fields)
         self.statuses[run_id] = current
+        if self.keys is not None and run_id in self.kept and changed:
+            self.keys.update_status(run_id, dict(current), now)
         return current
 
     def enqueue(self, run_id: str, event: dict[str, Any] | None) -> None:
@@ -156,21 +173,55 @@ class Runs:
         for run_id, status in list(self.statuses.items()):
             if status.get("status") in TERMINAL and now - status.get("updated_at", now) > STATUS_TTL:
                 del self.statuses[run_id]
+                self.kept.discard(run_id)  # its record, if any, still answers (`hydrate`)
 
     def drop_stream(self, run_id: str) -> None:
         self.streams.pop(run_id, None)
         self.stream_created.pop(run_id, None)
 
-    def register(self, run_id: str, session_id: Any, model: Any) -> LiveRun:
-        """A new run: queued status and its event queue exist before the client hears of it."""
+    def register(self, run_id: str, session_id: Any, model: Any, *, queued: bool = True) -> LiveRun:
+        """A new run: its status (and, for a `/v1/runs` run, its event queue) exist before the client
+        hears of it. A session stream's run has no queue (its events go to its own response) and
+        is running from the start."""
         self.sweep()
         now = self.now()
-        self.streams[run_id] = asyncio.Queue()
-        self.stream_created[run_id] = now
-        self.set_status(run_id, "queued", created_at=now, session_id=session_id, model=model)
+        if queued:
+            self.streams[run_id] = asyncio.Queue()
+            self.stream_created[run_id] = now
+        self.set_status(run_id, "queued" if queued else "running", created_at=now, session_id=session_id,
+                        model=model)
         live = LiveRun(Stop(), RunApprovals(self, run_id))
         self.live[run_id] = live
         return live
+
+    def forget(self, run_id: str) -> None:
+        """Undo `register` for a run that never started (its key was taken meanwhile)."""
+        self.statuses.pop(run_id, None)
+        self.live.pop(run_id, None)
+        self.kept.discard(run_id)
+        self.drop_stream(run_id)
+
+    async def hydrate(self, scope: str, run_id: str) -> dict[str, Any] | None:
+        """The status of a run, from memory, else (0.21.2) from its record in runs_idempotency.db,
+        as upstream's `_durable_run_status`: an unsettled run whose owner process is gone reads
+        `interrupted` from then on. A settled status is remembered; one another live process owns
+        is read again each time (docs/differences.md)."""
+        status = self.statuses.get(run_id)
+        if status is not None or self.keys is None:
+            return status
+        record = await self.keys.status_for_run(scope, run_id)
+        if record is None:
+            return None
+        status = dict(record.status)
+        if status.get("status") not in SETTLED:
+            if record.owner.alive():
+                return status
+            now = self.now()
+            status = interrupted(status, now)
+            self.keys.update_status(run_id, dict(status), now)
+        self.statuses[run_id] = status
+        self.kept.add(run_id)
+        return status
 
     def request_stop(self, run_id: str) -> bool:
         """Stop a live run (a pending approval is answered deny); False when it is not live."""
@@ -219,6 +270,7 @@ class Runs:
         """Forget every run (a registered part of the server's state; a fixture reset stops
         live runs and waits for their turns first)."""
         self.statuses.clear()
+        self.kept.clear()
         self.streams.clear()
         self.stream_created.clear()
         self.subscribed.clear()
@@ -292,9 +344,12 @@ async def run_in_background(ctx: TurnContext, runs: Runs, spec: RunSpec, live: L
         if live.stop.is_set():  # stopped before its turn began: nothing is written
             raise TurnStopped()
         outcome = await run_turn(ctx, _turn(spec, live), _RunEvents(runs, run_id, live))
-    except TurnStopped:
+    except (TurnStopped, asyncio.CancelledError) as exc:
+        # Stopped, or cancelled by a shutdown that no longer waits (upstream's `_finish("cancelled")`).
         runs.enqueue(run_id, {"event": "run.cancelled", "run_id": run_id, "timestamp": runs.now()})
         runs.set_status(run_id, "cancelled", last_event="run.cancelled")
+        if isinstance(exc, asyncio.CancelledError):
+            raise
     except Exception as exc:  # noqa: BLE001 - a failed run is reported, never raised
         log.warning("run %s failed (%s)", run_id, type(exc).__name__)
         error = redact(str(exc))

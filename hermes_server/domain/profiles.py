@@ -10,10 +10,15 @@ byte for byte as before. docs/versions.md lists every behaviour by profile with 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
+from types import MappingProxyType
 
-Features = tuple[tuple[str, bool | str], ...]
+from hermes_server.domain.run_keys import RETENTION_SECONDS
+
+# A flag's value: a boolean, a header name, or (0.21) an object.
+Features = tuple[tuple[str, bool | str | Mapping[str, object]], ...]
 
 # 0.19.0's feature flags, in its order, with the value each has when served.
 FEATURES_0_19: Features = (
@@ -54,6 +59,15 @@ FEATURES_0_20: Features = (
     *FEATURES_0_19[15:],
 )
 
+# 0.21.2's: `runs_idempotency` (an object) after `run_submission`, as the V4 probe's full JSON
+# lists it; `durable` says whether runs_idempotency.db could be opened (routes/discovery.py).
+FEATURES_0_21: Features = (
+    *FEATURES_0_20[:5],
+    ("runs_idempotency", MappingProxyType({"supported": True, "durable": True,
+                                           "retention_seconds": RETENTION_SECONDS})),
+    *FEATURES_0_20[5:],
+)
+
 # Endpoint names in each release's order; served names not listed come last.
 ENDPOINTS_0_19 = (
     "health", "health_detailed", "models", "chat_completions", "responses", "runs", "run_status",
@@ -82,9 +96,15 @@ class Addition(Enum):
     RUN_STEER = "run_steer"
     # 0.21's stop: a finished run answers 200 with its status, a run not live here 409 `run_not_active`.
     RUN_STOP_SETTLED = "run_stop_settled"
-    # 0.21's submit answer says whether it replays an earlier submit (`replayed`; always false here:
-    # Idempotency-Key replays are not kept yet, docs/differences.md).
+    # 0.21's submit answer says whether it replays an earlier submit (`replayed`).
     RUN_SUBMIT_REPLAYED = "run_submit_replayed"
+    # 0.21's durable Idempotency-Key on POST /v1/runs (runs_idempotency.db), the statuses it keeps
+    # across a restart (`interrupted`), and the `runs_idempotency` capability.
+    RUN_IDEMPOTENCY = "run_idempotency"
+    # 0.21.2's browser-control, artifact and room-member routes: their 401, then 501 (not served).
+    UNSERVED_0_21 = "unserved_0_21"
+    # A session stream's run is a run: GET /v1/runs/{id}, stop and steer reach it (#85226).
+    SESSION_STREAM_RUNS = "session_stream_runs"
     # GET /api/sessions/{id}/messages pages: limit/offset/order and `pagination` (0.20.4, V2 §B.7).
     MESSAGE_PAGING = "message_paging"
     # The `runtime` block on session chat answers and stream events (0.20.4, V2 §B.9/B.10).
@@ -119,12 +139,12 @@ class Profile:
 _SINCE_0_20 = frozenset({Addition.GATEWAY_AUTH, Addition.MODEL_OPTIONS, Addition.SESSION_MODEL_LOCK,
                          Addition.RUN_STEER, Addition.MESSAGE_PAGING, Addition.CHAT_RUNTIME,
                          Addition.CREATE_FIELDS, Addition.SESSION_FLAGS, Addition.PROMPT_STORE,
-                         Addition.ACTIVITY_CLOCK})
+                         Addition.ACTIVITY_CLOCK, Addition.SESSION_STREAM_RUNS})
 
 HERMES_0_19 = Profile("0.19.0")
 HERMES_0_20 = Profile("0.20.4", FEATURES_0_20, ENDPOINTS_0_20, _SINCE_0_20)
-HERMES_0_21 = Profile("0.21.2", FEATURES_0_20, ENDPOINTS_0_20, _SINCE_0_20 | {Addition.RUN_STOP_SETTLED,
-                                                                                   Addition.RUN_SUBMIT_REPLAYED})
+HERMES_0_21 = Profile("0.21.2", FEATURES_0_21, ENDPOINTS_0_20, _SINCE_0_20 | {
+    Addition.RUN_STOP_SETTLED, Addition.RUN_SUBMIT_REPLAYED, Addition.RUN_IDEMPOTENCY, Addition.UNSERVED_0_21})
 
 PROFILES: dict[str, Profile] = {p.version: p for p in (HERMES_0_19, HERMES_0_20, HERMES_0_21)}
 DEFAULT_VERSION = HERMES_0_19.version

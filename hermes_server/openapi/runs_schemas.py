@@ -137,11 +137,22 @@ RUN_STEER_COMPONENTS: dict[str, dict[str, Any]] = {
     },
 }
 
-# 0.21's submit answer, replacing `RunStarted` in a profile that sends `replayed`.
+# 0.21's submit answer, replacing `RunStarted` in a profile that sends `replayed`: a new run is
+# `started`; a replay of an Idempotency-Key names the run it admitted, with that run's status now.
 RUN_REPLAYED_COMPONENTS: dict[str, dict[str, Any]] = {
     "schemas": {
         "RunStarted": {"type": "object", "required": ["run_id", "status", "replayed"], "additionalProperties": False,
                        "properties": {"run_id": {"type": "string", "pattern": "^run_[0-9a-f]{32}$"},
-                                      "status": {"const": "started"}, "replayed": {"type": "boolean"}}},
+                                      "status": {"enum": ["started", "queued", "running", "waiting_for_approval",
+                                                          "stopping", "completed", "failed", "cancelled",
+                                                          "interrupted"]},
+                                      "replayed": {"type": "boolean"}}},
+    },
+    "parameters": {
+        "Idempotency-Key": {"name": "Idempotency-Key", "in": "header",
+                            "description": "1-255 visible ASCII characters: a retry with the same body replays the "
+                                           "run it admitted (for a day, across restarts); another body is a 409.",
+                            "schema": {"type": "string", "minLength": 1, "maxLength": 255,
+                                       "pattern": "^[!-~]+$"}},
     },
 }

@@ -3,11 +3,13 @@
 Both routes validate identically: session-key header, then 503/404 on the exact
 path id, then the JSON body, the user message and the system instruction. The turn
 itself runs in a task the server owns, never the response, so a client that goes
-away does not stop or undo it.
+away does not stop or undo it. In 0.20+ the stream's `run_id` is a run (#85226):
+`GET /v1/runs/{run_id}` reads its status, and stop and steer reach its turn.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any
 
@@ -16,6 +18,8 @@ from starlette.responses import Response
 
 from hermes_server.agents.base import AgentEvent, Delta, Progress, ToolEvent
 from hermes_server.api.session_key import session_key
+from hermes_server.chat.interrupt import TurnStopped
+from hermes_server.chat.runs import LiveRun
 from hermes_server.chat.turn import ChatTurn, answer, run_turn
 from hermes_server.context import AppContext
 from hermes_server.domain.content import extract_user_message, system_instruction
@@ -87,6 +91,8 @@ class SessionEvents:
         self.message_id = f"msg_{ctx.ids.hex(32)}"
         self.seq = 0
         self.queue = EventQueue()
+        # The text streamed so far (what a stopped turn's `assistant.completed` carries).
+        self.streamed: list[str] = []
 
     def emit(self, name: str, payload: dict[str, Any]) -> None:
         self.seq += 1
@@ -100,6 +106,7 @@ class SessionEvents:
     def agent_event(self, event: AgentEvent) -> None:
         """Map an agent event to its SSE event; empty deltas are dropped, as upstream does."""
         if isinstance(event, Delta):
+            self.streamed.append(event.text)
             if event.text:
                 self.emit("assistant.delta", {"message_id": self.message_id, "delta": event.text})
         elif isinstance(event, ToolEvent):
@@ -116,14 +123,26 @@ class SessionEvents:
             })
 
 
-async def _stream_turn(ctx: AppContext, turn: ChatTurn, events: SessionEvents) -> None:
-    """Run the turn, then queue its completion (or `error`) and always `done`."""
+async def _stream_turn(ctx: AppContext, turn: ChatTurn, events: SessionEvents, live: LiveRun | None) -> None:
+    """Run the turn, then queue its completion (or `error`) and always `done`; a registered run's
+    status follows (and a stop ends the turn with `run.cancelled`, docs/differences.md)."""
+    runs, run_id = ctx.runs, events.run_id
     try:
         outcome = await run_turn(ctx, turn, events.agent_event)
+    except TurnStopped:
+        events.emit("assistant.completed", _with_runtime({
+            "message_id": events.message_id, "content": "".join(events.streamed), "completed": False,
+            "partial": bool(events.streamed), "interrupted": True}, turn))
+        events.emit("run.cancelled", {"message_id": events.message_id})
+        runs.set_status(run_id, "cancelled", last_event="run.cancelled")
     except Exception as exc:  # noqa: BLE001 - reported to the client as an `error` event
         log.warning("session %r: the agent failed (%s)", turn.session_id, type(exc).__name__)
-        events.emit("error", {"message": redact(str(exc))})
+        error = redact(str(exc))
+        events.emit("error", {"message": error})
+        if live is not None:
+            runs.set_status(run_id, "failed", error=error, last_event="run.failed")
     else:
+        steer = {"pending_steer": live.pending_steer} if live is not None and live.pending_steer else {}
         events.emit("assistant.completed", _with_runtime({
             "session_id": outcome.session_id,
             "message_id": events.message_id,
@@ -132,25 +151,34 @@ async def _stream_turn(ctx: AppContext, turn: ChatTurn, events: SessionEvents) -
             "partial": False,
             "interrupted": False,
         }, turn))
-        events.emit("run.completed", _with_runtime({
+        events.emit("run.completed", {**_with_runtime({
             "session_id": outcome.session_id,
             "message_id": events.message_id,
             "completed": True,
             "messages": outcome.messages,
             "usage": outcome.usage.public(),
-        }, turn))
+        }, turn), **steer})
+        if live is not None:
+            runs.set_status(run_id, "completed", usage=outcome.usage.public(), last_event="run.completed", **steer)
     finally:
         events.emit("done", {})
         events.queue.close()
+        runs.live.pop(run_id, None)
 
 
 async def session_chat_stream(request: Request, ctx: AppContext) -> Response:
     """POST /api/sessions/{id}/chat/stream: the turn as server-sent events."""
     turn = await validated_turn(request, ctx)
     events = SessionEvents(ctx, turn.session_id)
+    live = None
+    if Addition.SESSION_STREAM_RUNS in ctx.profile:
+        live = ctx.runs.register(events.run_id, turn.session_id, ctx.settings.model_name, queued=False)
+        turn = dataclasses.replace(turn, stop=live.stop)
     events.emit("run.started", _with_runtime({"user_message": {"role": "user", "content": turn.user_message}}, turn))
     events.emit("message.started", {"message": {"id": events.message_id, "role": "assistant"}})
-    ctx.turns.spawn(_stream_turn(ctx, turn, events))
+    task = ctx.turns.spawn(_stream_turn(ctx, turn, events, live))
+    if live is not None:
+        live.task = task
     # Test control may cut the stream after N events (a fault's hook; nothing by default).
     frames = ctx.hooks.stream(request.scope, events.queue.frames(ctx.settings.keepalive_seconds))
     return sse_response(frames, identity_headers(turn.session_id, turn.session_key))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -122,13 +122,19 @@ def _rank(order: tuple[str, ...]) -> Callable[[str], tuple[int, str]]:
     return lambda name: (order.index(name) if name in order else len(order), name)
 
 
+def _value(value: Any) -> Any:
+    """A flag's value as answered (an object flag is a fresh dict, so an answer may adjust it)."""
+    return dict(value) if isinstance(value, Mapping) else value
+
+
 def capabilities_body(routes: Iterable[Route], *, model: str, key_required: bool, cors: bool,
                       profile: Profile = HERMES_0_19) -> dict[str, Any]:
     """Upstream's capabilities object, with features and endpoints derived from `routes`, named
     and ordered as the profile's release does. Flags no served operation provides are false."""
     served = list(operations(routes))
     provided = {feature for _, _, op in served for feature in op.features}
-    features: dict[str, bool | str] = {name: (value if name in provided else False) for name, value in profile.features}
+    features: dict[str, Any] = {name: (_value(value) if name in provided else False)
+                                for name, value in profile.features}
     features["cors"] = cors
     endpoints = {op.capability: {"method": method, "path": route.template}
                  for route, method, op in served if op.capability}
@@ -146,10 +152,14 @@ def capabilities_body(routes: Iterable[Route], *, model: str, key_required: bool
 async def capabilities(request: Request, ctx: AppContext) -> Response:
     """GET /v1/capabilities: what this instance serves, in upstream's shape."""
     settings = ctx.settings
-    return HermesJSONResponse(capabilities_body(
+    body = capabilities_body(
         ctx.routes, model=settings.model_name,
         key_required=bool(settings.api_key), cors=bool(settings.cors_origins), profile=ctx.profile,
-    ))
+    )
+    idempotency = body["features"].get("runs_idempotency")
+    if isinstance(idempotency, dict) and ctx.runs.keys is not None:  # false when the file could not be opened
+        idempotency["durable"] = ctx.runs.keys.durable
+    return HermesJSONResponse(body)
 
 
 async def openapi(request: Request, ctx: AppContext) -> Response:

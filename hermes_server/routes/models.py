@@ -24,6 +24,7 @@ from hermes_server.http.routing import Method, Operation, Route
 from hermes_server.openapi.models_schemas import MODEL_LOCK_COMPONENTS, MODEL_OPTIONS_COMPONENTS
 from hermes_server.openapi.runs_schemas import RUN_REPLAYED_COMPONENTS, RUN_STEER_COMPONENTS
 from hermes_server.openapi.schemas import AUTH_ERRORS, BODY_ERRORS, SESSION_ERRORS
+from hermes_server.openapi.unserved_schemas import UNSERVED_COMPONENTS
 from hermes_server.routes.common import existing_session
 from hermes_server.store import model_lock
 
@@ -73,6 +74,7 @@ ADDED: tuple[tuple[Addition, Callable[[], Route] | None, str, dict[str, dict[str
     (Addition.SESSION_MODEL_LOCK, lock_route, "session_chat_stream", MODEL_LOCK_COMPONENTS),
     (Addition.RUN_STEER, None, "run_approval", RUN_STEER_COMPONENTS),
     (Addition.RUN_SUBMIT_REPLAYED, None, "runs", RUN_REPLAYED_COMPONENTS),
+    (Addition.UNSERVED_0_21, None, "capabilities", UNSERVED_COMPONENTS),
 )
 
 

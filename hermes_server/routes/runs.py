@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
@@ -17,26 +18,31 @@ from starlette.responses import Response
 
 from hermes_server.api.errors import crashing_non_object, invalid_field
 from hermes_server.api.session_key import session_key
-from hermes_server.chat.runs import APPROVAL_CHOICES, TERMINAL, RunSpec, run_in_background
+from hermes_server.chat.runs import APPROVAL_CHOICES, LiveRun, RunSpec, run_in_background
 from hermes_server.chat.slots import Admission
 from hermes_server.context import AppContext
+from hermes_server.domain import run_keys
 from hermes_server.domain.openai_messages import flatten_text, request_bool
 from hermes_server.domain.profiles import HERMES_0_19, Addition, Profile
 from hermes_server.domain.response_history import model_turn
-from hermes_server.domain.run_input import parse_run_input
+from hermes_server.domain.run_input import RunInput, parse_run_input
 from hermes_server.domain.titles import has_lone_surrogate
+from hermes_server.http.auth import raw_header
 from hermes_server.http.body import read_json_object
 from hermes_server.http.errors import ApiError
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Method, Operation, Route
 from hermes_server.http.sse import KEEPALIVE_FRAME, data_frame, sse_response
 from hermes_server.openapi.schemas import AUTH_ERRORS
+from hermes_server.store.runs_idempotency import KeptRun, Owner
 
 STREAM_CLOSED_FRAME = b": stream closed\n\n"
 # A subscriber may come a moment before its run is registered: the events route waits this long.
 SUBSCRIBE_POLLS = 20
 SUBSCRIBE_POLL_SECONDS = 0.05
 _CHOICE_ALIASES = {"approve": "once", "approved": "once", "allow": "once"}
+# This process, as the owner its kept runs record (a restart is another owner).
+OWNER = Owner.this_process()
 
 
 def _invalid_json() -> ApiError:
@@ -48,17 +54,80 @@ def run_not_found(run_id: str) -> ApiError:
 
 
 async def submit_run(request: Request, ctx: AppContext) -> Response:
-    """POST /v1/runs: validate, register the run, start its turn, answer 202."""
-    settings = ctx.settings
-    key = session_key(request, settings.api_key)
-    with ctx.slots.admit() as admission:  # the run cap, after the session key, before the body
-        return await _submit(request, ctx, key, admission)
-
-
-async def _submit(request: Request, ctx: AppContext, key: str | None, admission: Admission) -> Response:
-    settings = ctx.settings
+    """POST /v1/runs: validate, register the run, start its turn, answer 202. With 0.21.2's
+    durable keys, the body is read before the cap, so a replay answers even on a full server."""
+    key = session_key(request, ctx.settings.api_key)
+    if ctx.runs.keys is None:
+        with ctx.slots.admit() as admission:  # the run cap, after the session key, before the body
+            body = await read_json_object(request, crashing_non_object, _invalid_json)
+            prepared = await _prepare(ctx, body, request.scope)
+            run_id, live = _register(ctx, prepared)
+            _spawn(ctx, prepared, run_id, live, key, admission)
+        return _accepted(ctx, run_id, "started", key, replayed=False)
     body = await read_json_object(request, crashing_non_object, _invalid_json)
-    parsed = parse_run_input(body, settings.model_name)
+    claim = _claim(request, ctx, body, key)
+    prepared = await _prepare(ctx, body, request.scope)
+    if claim is not None:
+        outcome, record = await ctx.runs.keys.lookup(*claim, ctx.now())
+        if record is not None:
+            return await _replay_or_conflict(ctx, outcome, record, key, claim[0])
+    with ctx.slots.admit() as admission:  # only a new run counts against the cap
+        run_id, live = _register(ctx, prepared)
+        if claim is not None:
+            replay = await _reserve(ctx, run_id, claim, key)
+            if replay is not None:
+                return replay
+        _spawn(ctx, prepared, run_id, live, key, admission)
+    return _accepted(ctx, run_id, "started", key, replayed=False)
+
+
+def _claim(request: Request, ctx: AppContext, body: Any, key: str | None) -> tuple[str, str, str] | None:
+    """The (scope, key, fingerprint) an `Idempotency-Key` claims, None without one; 400 for a bad key."""
+    raw = raw_header(request, b"idempotency-key")
+    idempotency_key = raw.decode("utf-8", "surrogateescape").strip() if raw is not None else ""
+    if not run_keys.valid_key(idempotency_key):
+        raise ApiError(400, run_keys.INVALID_KEY_MESSAGE, "invalid_idempotency_key")
+    if not idempotency_key:
+        return None
+    return run_keys.scope(ctx.settings.api_key), idempotency_key, run_keys.fingerprint(body, key)
+
+
+async def _replay_or_conflict(ctx: AppContext, outcome: str, record: KeptRun, key: str | None,
+                              scope: str) -> Response:
+    """409 for a key reused with another request, else the 202 of the run it admitted, with that
+    run's status now."""
+    if outcome == "conflict":
+        raise ApiError(409, run_keys.CONFLICT_MESSAGE, "idempotency_key_conflict")
+    status = await ctx.runs.hydrate(scope, record.run_id) or record.status
+    return _accepted(ctx, record.run_id, str(status.get("status", "queued")), key, replayed=True)
+
+
+def _accepted(ctx: AppContext, run_id: str, status: str, key: str | None, *, replayed: bool) -> Response:
+    """The 202: `replayed` in 0.21's answer, and its `Idempotency-Replayed` header on a replay."""
+    answer: dict[str, Any] = {"run_id": run_id, "status": status}
+    if Addition.RUN_SUBMIT_REPLAYED in ctx.profile:
+        answer["replayed"] = replayed
+    headers = {"Idempotency-Replayed": "true"} if replayed else {}
+    if key:
+        headers["X-Hermes-Session-Key"] = key
+    return HermesJSONResponse(answer, 202, headers=headers or None)
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """A validated submit: its input and the history the model is given."""
+
+    parsed: RunInput
+    session_id: Any
+    history: list[dict[str, Any]]
+    instructions: Any
+    prompt: Any
+    origin: Any
+
+
+async def _prepare(ctx: AppContext, body: dict[str, Any], origin: Any) -> _Prepared:
+    """The body's input, then the history from `previous_response_id` when the body gives none."""
+    parsed = parse_run_input(body, ctx.settings.model_name)
     history, stored_session, instructions = parsed.history, None, parsed.instructions
     if not history and parsed.previous_response_id:
         previous = parsed.previous_response_id
@@ -74,27 +143,49 @@ async def _submit(request: Request, ctx: AppContext, key: str | None, admission:
     if not history:
         history = parsed.earlier
     history, prompt = model_turn(history, parsed.user_message)
+    return _Prepared(parsed, parsed.session_id or stored_session, history, instructions, prompt, origin)
+
+
+def _register(ctx: AppContext, prepared: _Prepared) -> tuple[str, LiveRun]:
+    """A new run id and its registered (queued) run."""
     run_id = f"run_{ctx.ids.hex(32)}"
-    session_id = parsed.session_id or stored_session or run_id
-    live = ctx.runs.register(run_id, session_id, parsed.model)
-    spec = RunSpec(run_id, session_id, parsed.user_message, history, instructions, key, request.scope, prompt)
+    return run_id, ctx.runs.register(run_id, prepared.session_id or run_id, prepared.parsed.model)
+
+
+async def _reserve(ctx: AppContext, run_id: str, claim: tuple[str, str, str], key: str | None) -> Response | None:
+    """Record the claimed key for `run_id`; None when it is this run's. A request that reserved it
+    meanwhile wins, and this one, forgotten, answers as its replay (or 409)."""
+    assert ctx.runs.keys is not None
+    outcome, record = await ctx.runs.keys.reserve(*claim, run_id, dict(ctx.runs.statuses[run_id]), OWNER, ctx.now())
+    if outcome == "created":
+        ctx.runs.kept.add(run_id)
+        return None
+    ctx.runs.forget(run_id)
+    return await _replay_or_conflict(ctx, outcome, record, key, claim[0])
+
+
+def _spawn(ctx: AppContext, prepared: _Prepared, run_id: str, live: LiveRun, key: str | None,
+           admission: Admission) -> None:
+    """Start the registered run's turn (the admission ends as it is handed to its task)."""
+    spec = RunSpec(run_id, ctx.runs.statuses[run_id]["session_id"], prepared.parsed.user_message, prepared.history,
+                   prepared.instructions, key, prepared.origin, prepared.prompt)
     admission.release()
     live.task = ctx.turns.spawn(run_in_background(ctx, ctx.runs, spec, live))
-    answer: dict[str, Any] = {"run_id": run_id, "status": "started"}
-    if Addition.RUN_SUBMIT_REPLAYED in ctx.profile:
-        answer["replayed"] = False
-    return HermesJSONResponse(answer, 202,
-                              headers={"X-Hermes-Session-Key": key} if key else None)
 
 
 async def run_status(request: Request, ctx: AppContext) -> Response:
     """GET /v1/runs/{run_id}: the pollable status."""
     run_id = request.path_params["run_id"]
     ctx.runs.sweep()
-    status = ctx.runs.statuses.get(run_id)
+    status = await _status(ctx, run_id)
     if status is None:
         raise run_not_found(run_id)
     return HermesJSONResponse(status)
+
+
+async def _status(ctx: AppContext, run_id: str) -> dict[str, Any] | None:
+    """The run's status: in memory, or (0.21.2) from its record, as a restart left it."""
+    return await ctx.runs.hydrate(run_keys.scope(ctx.settings.api_key), run_id)
 
 
 async def _event_frames(ctx: AppContext, run_id: str, queue: asyncio.Queue[Any]) -> AsyncIterator[bytes]:
@@ -133,14 +224,15 @@ async def run_events(request: Request, ctx: AppContext) -> Response:
 
 async def stop_run(request: Request, ctx: AppContext) -> Response:
     """POST /v1/runs/{run_id}/stop: stop a live run. In 0.19.0 a finished one is unknown here;
-    0.21 answers a finished run with its status and a run not live in this process with 409."""
+    0.21 answers a settled run (an `interrupted` one included) with its status, and a run not
+    live in this process (another server on this home runs it) with 409."""
     run_id = request.path_params["run_id"]
     if ctx.runs.request_stop(run_id):
         return HermesJSONResponse({"run_id": run_id, "status": "stopping"})
-    status = ctx.runs.statuses.get(run_id)
+    status = await _status(ctx, run_id)
     if status is None or Addition.RUN_STOP_SETTLED not in ctx.profile:
         raise run_not_found(run_id)
-    if status.get("status") in TERMINAL:
+    if status.get("status") in run_keys.SETTLED:
         return HermesJSONResponse(status)
     raise ApiError(409, f"Run is not active in this gateway process: {run_id}", "run_not_active")
 
@@ -157,7 +249,7 @@ def _choice(body: dict[str, Any]) -> str:
 async def answer_approval(request: Request, ctx: AppContext) -> Response:
     """POST /v1/runs/{run_id}/approval: answer the run's oldest pending approval (or all)."""
     run_id = request.path_params["run_id"]
-    if run_id not in ctx.runs.statuses:
+    if await _status(ctx, run_id) is None:
         raise run_not_found(run_id)
     body = await read_json_object(request, crashing_non_object, _invalid_json)
     choice = _choice(body)
@@ -176,7 +268,7 @@ async def steer_run(request: Request, ctx: AppContext) -> Response:
     order: the run, that it is running, then the body. The agent takes it before its next step;
     what it never took is `pending_steer` on `run.completed` (docs/differences.md)."""
     run_id = request.path_params["run_id"]
-    if run_id not in ctx.runs.statuses:
+    if await _status(ctx, run_id) is None:
         raise run_not_found(run_id)
     if not ctx.runs.accepting_steer(run_id):
         raise ApiError(409, f"Run is not currently accepting steer input: {run_id}", "run_not_accepting_steer")
@@ -205,14 +297,16 @@ def routes(profile: Profile = HERMES_0_19) -> list[Route]:
     as upstream's table lists it."""
     steer = [_steer_route()] if Addition.RUN_STEER in profile else []
     stop_conflict = {409: "Conflict"} if Addition.RUN_STOP_SETTLED in profile else {}
+    durable = Addition.RUN_IDEMPOTENCY in profile
     return [
         Route("runs", "/v1/runs", {
             "POST": Method(submit_run, Operation(
                 summary="Start an agent run in the background; answers at once with its id",
                 responses={202: "RunStarted", 400: "BadRequest", 403: "Forbidden", 413: "PayloadTooLarge",
-                           429: "TooManyRuns", **AUTH_ERRORS},
-                capability="runs", features=("run_submission",), body="RunRequest",
-                headers=("X-Hermes-Session-Key",))),
+                           **({409: "Conflict"} if durable else {}), 429: "TooManyRuns", **AUTH_ERRORS},
+                capability="runs", features=("run_submission", *(("runs_idempotency",) if durable else ())),
+                body="RunRequest",
+                headers=("X-Hermes-Session-Key", *(("Idempotency-Key",) if durable else ())))),
         }),
         Route("run_status", "/v1/runs/{run_id}", {
             "GET": Method(run_status, Operation(

@@ -89,3 +89,66 @@ def test_approval_while_the_client_waits(bridge: BridgeService, server: RunningS
     helper.join()
     assert done["status"] == "completed" and "tool done" in str(done)
     assert "approval.responded" in [e["event"] for e in bridge.events(run_id=run_id)["events"]]
+
+
+# --- against `--hermes-version 0.21.2` (issue 20: "hermes-control-mcp ... drives runs, steer and
+# messages against --hermes-version 0.21.2, as a test"). Sources: hermes-after-0.19.md §1.4
+# "POST /v1/runs with durable Idempotency-Key" [R V4, V3], steer [M #85226], message paging [R V2 §B.7].
+
+
+@pytest.fixture(scope="module")
+def server_021(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    srv = start_with_script(tmp_path_factory.mktemp("hcm021") / "home", RUN_SCRIPT, "--hermes-version", "0.21.2")
+    yield srv
+    srv.stop()
+
+
+def _bridge(server: RunningServer, state_db: Path) -> BridgeService:
+    config = BridgeConfig(api_url=server.url, api_key=KEY, state_db=state_db, request_timeout=30, poll_interval=0.05)
+    return BridgeService(hcm_api.HermesAPIClient(config), StateRegistry(config.state_db))
+
+
+def test_0_21_2_a_bridge_that_lost_its_state_gets_the_servers_replay(server_021: RunningServer,
+                                                                      tmp_path: Path) -> None:
+    """The client's Idempotency-Key reaches the server: a second bridge with no local record of the
+    first submit sends the same key and body, and the server answers with the same run, replayed."""
+    first, second = _bridge(server_021, tmp_path / "a.db"), _bridge(server_021, tmp_path / "b.db")
+    try:
+        started = first.start(lane="idem", prompt="hello once", idempotency_key="hcm-order-1")
+        assert started["replayed"] is False and started["ok"], started
+        assert first.wait(run_id=started["run_id"], timeout_seconds=15)["status"] == "completed"
+        again = second.start(lane="idem", prompt="hello once", idempotency_key="hcm-order-1")
+        assert again["run_id"] == started["run_id"] and again["replayed"] is True, again
+        assert again["status"] == "completed"
+        other = _bridge(server_021, tmp_path / "c.db")
+        try:
+            conflict = other.start(lane="idem", prompt="something else", idempotency_key="hcm-order-1")
+            assert conflict["error_code"] == "idempotency_key_conflict" and not conflict["ok"], conflict
+        finally:
+            other.close()
+    finally:
+        first.close()
+        second.close()
+
+
+def test_0_21_2_steer_and_paged_history(server_021: RunningServer, tmp_path: Path) -> None:
+    bridge = _bridge(server_021, tmp_path / "bridge.db")
+    try:
+        started = bridge.start(lane="steerer", prompt="slow one")
+        run_id = started["run_id"]
+        wait_status(server_021.client, run_id, ("running",))
+        steered = bridge.steer(run_id=run_id, text="keep it short")
+        # The client reads upstream's steer answer (no `status`) as status "running" and, by its own
+        # rule, `ok: false`; an error would carry the server's code.
+        assert steered["error_code"] is None and steered["status"] == "running", steered
+        done = bridge.wait(run_id=run_id, timeout_seconds=15)
+        assert done["status"] == "completed", done
+        assert server_021.client.get(f"/v1/runs/{run_id}").json()["pending_steer"] == "keep it short"
+        assert "run.steered" in [e["event"] for e in bridge.events(run_id=run_id)["events"]]
+        page = bridge.history(session_id=run_id, limit=1)  # `order=oldest&limit=1`
+        assert page["pagination"] == {"limit": 1, "offset": 0, "order": "oldest", "returned": 1}, page
+        assert [m["role"] for m in page["messages"]] == ["user"] and page["messages"][0]["content"] == "slow one"
+        whole = bridge.history(session_id=run_id, limit=500)
+        assert [m["role"] for m in whole["messages"]] == ["user", "assistant"]
+    finally:
+        bridge.close()

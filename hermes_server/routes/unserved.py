@@ -1,0 +1,56 @@
+"""0.21.2's routes hermes-server does not serve: browser control, artifacts and room members.
+
+Upstream's 0.21.2 table (the V4 probe) has them; their behaviour needs a real browser
+extension, an artifact store and hosted rooms, which this server has none of. So a client
+gets an honest answer instead of a 404 that reads as "older Hermes": the key is checked
+first (the profile's 401), then 501 `not_implemented`, naming the route and where it is
+written down (docs/differences.md). They are in the OpenAPI document of that profile and
+advertised in no capability (`/v1/capabilities` lists only what works).
+"""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from hermes_server.context import AppContext
+from hermes_server.domain.profiles import Addition, Profile
+from hermes_server.http.errors import ApiError
+from hermes_server.http.routing import Method, Operation, Route
+from hermes_server.openapi.schemas import AUTH_ERRORS
+
+# (route name, method, path, what upstream does there), in upstream's table order.
+_BROWSER = (
+    ("browser_control_register", "POST", "/v1/browser-control/register", "register a browser extension"),
+    ("browser_control_ws", "GET", "/v1/browser-control/ws", "the browser extension's WebSocket"),
+    ("artifact_upload", "POST", "/v1/artifacts/upload", "upload a browser artifact"),
+    ("artifact_download", "GET", "/v1/artifacts/download/{artifact_id}", "download a browser artifact"),
+)
+_ROOMS = (
+    ("room_member_invitations", "POST", "/v1/room-members/invitations", "invite a room member"),
+    ("room_member_capabilities", "GET", "/v1/room-members/capabilities", "a room member's capabilities"),
+    ("room_member_grants_refresh", "POST", "/v1/room-members/grants/refresh", "refresh a room grant"),
+    ("room_member_grants_revoke", "POST", "/v1/room-members/grants/revoke", "revoke a room grant"),
+)
+
+async def not_implemented(request: Request, ctx: AppContext) -> Response:
+    """Any of these routes, once the key is checked: 501, the route named."""
+    route = f"{request.method} {request.url.path}"
+    raise ApiError(501, f"{route} is a Hermes {ctx.profile.version} route that hermes-server does not serve "
+                        "(see docs/differences.md)", "not_implemented", type_="server_error")
+
+
+def _routes(table: tuple[tuple[str, str, str, str], ...]) -> list[Route]:
+    return [Route(name, path, {method: Method(not_implemented, Operation(
+        summary=f"Not served here ({what} in Hermes 0.21.2): 501",
+        responses={501: "NotImplemented", **AUTH_ERRORS}))}) for name, method, path, what in table]
+
+
+def browser_routes(profile: Profile) -> list[Route]:
+    """Browser control and artifacts (after capabilities in upstream's table), in a profile that has them."""
+    return _routes(_BROWSER) if Addition.UNSERVED_0_21 in profile else []
+
+
+def room_routes(profile: Profile) -> list[Route]:
+    """Room members (after the jobs in upstream's table), in a profile that has them."""
+    return _routes(_ROOMS) if Addition.UNSERVED_0_21 in profile else []
