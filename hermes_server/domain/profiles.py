@@ -135,6 +135,11 @@ class Profile:
     def __contains__(self, addition: object) -> bool:
         return addition in self.additions
 
+    def __hash__(self) -> int:
+        # A release is named by its version; the features hold an object value (0.21's
+        # `runs_idempotency`), which the generated hash could not take.
+        return hash(self.version)
+
 
 _SINCE_0_20 = frozenset({Addition.GATEWAY_AUTH, Addition.MODEL_OPTIONS, Addition.SESSION_MODEL_LOCK,
                          Addition.RUN_STEER, Addition.MESSAGE_PAGING, Addition.CHAT_RUNTIME,
