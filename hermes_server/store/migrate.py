@@ -71,6 +71,20 @@ def _user_tables(conn: sqlite3.Connection) -> set[str]:
     return {row[0] for row in rows}
 
 
+def blank(conn: sqlite3.Connection) -> bool:
+    """Whether the database holds nothing at all: no table, index, view or trigger, and no
+    user_version or application_id by which some program marked it as its own.
+
+    A fresh state.db is such a file until the creating transaction commits, so a creation
+    killed before its COMMIT leaves one: the header SQLite writes when WAL is switched on,
+    or nothing once a hot journal is rolled back. It is created afresh, as upstream's
+    `CREATE TABLE IF NOT EXISTS` schema would fill it (docs/differences.md)."""
+    if conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone() is not None:
+        return False
+    return conn.execute("PRAGMA user_version").fetchone()[0] == 0 \
+        and conn.execute("PRAGMA application_id").fetchone()[0] == 0
+
+
 def _version(conn: sqlite3.Connection, path: Path) -> object:
     if "schema_version" not in _user_tables(conn):
         raise SchemaMismatch(
@@ -134,7 +148,7 @@ class Preparer:
     wanted_by: str = "0.19.0"
 
     def __call__(self, conn: sqlite3.Connection, path: Path) -> None:
-        if not _user_tables(conn):
+        if blank(conn):
             restrict_mode(path)
             conn.execute("PRAGMA journal_mode=WAL")
             added = "".join(f"{column.ddl()};\n" for column in self.columns)
@@ -160,18 +174,32 @@ class Preparer:
 prepare = Preparer()
 
 
+def _judging_uri(path: Path) -> str:
+    """How check_existing opens `path`: as it was at its last commit, touching as little as it can.
+
+    A `-journal` beside it may be hot (a rollback-journal transaction cut off by a kill, its
+    half-written pages already in the main file) or in use by another process: only a normal
+    open takes the locks and rolls a hot journal back, as every later open would, so the file
+    is judged by what was committed. Else a read-only connection, which still creates
+    -wal/-shm beside a WAL database and cannot remove them; and when there is no -wal either,
+    everything is in the main file: read it as immutable, which touches nothing else."""
+    uri = path.resolve().as_uri()
+    if path.with_name(path.name + "-journal").exists():
+        return uri
+    return f"{uri}?{'mode=ro' if path.with_name(path.name + '-wal').exists() else 'immutable=1'}"
+
+
 def check_existing(path: Path, preparer: Preparer = prepare) -> list[Column]:
     """Refuse early (before serving) a state.db at another schema version, or one lacking the
-    profile's columns without `--migrate-home`; never writes. The columns the first open will
-    add (only when allowed), so the caller can say so."""
+    profile's columns without `--migrate-home`; never writes (beyond SQLite rolling back a hot
+    journal, see _judging_uri). An empty or blank file is fresh. The columns the first open
+    will add (only when allowed), so the caller can say so."""
     if not path.is_file() or path.stat().st_size == 0:
         return []
-    # A read-only connection still creates -wal/-shm beside a WAL database and cannot remove
-    # them. When there is no -wal, everything is in the main file: read it as immutable,
-    # which touches nothing else.
-    has_wal = path.with_name(path.name + "-wal").exists()
-    conn = sqlite3.connect(f"{path.resolve().as_uri()}?{'mode=ro' if has_wal else 'immutable=1'}", uri=True)
+    conn = sqlite3.connect(_judging_uri(path), uri=True)
     try:
+        if blank(conn):
+            return []  # a first creation cut off before its commit: the first open creates it afresh
         check_version(conn, path)
         missing = missing_columns(conn, preparer.columns)
         if missing and not preparer.migrate_home:
