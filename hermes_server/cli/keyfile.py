@@ -2,12 +2,16 @@
 
 Without API_SERVER_KEY a key is generated once, written to HERMES_HOME/hermes-server.key
 (mode 0600, created exclusively so two starts cannot write different keys) and read back
-on every later start. A key given by flag or environment is never written anywhere.
+on every later start. The file appears whole or not at all (written aside, then linked to
+its name), so a start killed while keeping it, or a second start racing it, never finds
+it empty. A key given by flag or environment is never written anywhere.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,14 +45,36 @@ def stored_key(home: Path) -> StoredKey:
     try:
         home.mkdir(parents=True, exist_ok=True)
         try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:  # another start wrote it first: use that one
+            _keep(path, key)
+        except FileExistsError:  # another start kept one first: use that one
             return StoredKey(_read(path), path, generated=False)
     except OSError as exc:
         return StoredKey(key, path, generated=True, not_kept=exc.strerror or str(exc))
-    with os.fdopen(fd, "w") as out:
-        out.write(key + "\n")
     return StoredKey(key, path, generated=True)
+
+
+def _keep(path: Path, key: str) -> None:
+    """Create `path` holding `key`, whole: the key is written and synced into a scratch file
+    (mkstemp's mode 0600) that is then hard-linked to `path`, which fails with FileExistsError
+    when the name exists. Writing into `path` itself left it empty for a moment, and a start
+    killed then (or a second start reading then) refused every later start: "unusable (empty)".
+    A filesystem without hard links gets the exclusive create-then-write instead."""
+    fd, scratch = tempfile.mkstemp(prefix=f".{path.name}-", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as out:
+            out.write(key + "\n")
+            out.flush()
+            os.fsync(out.fileno())
+        try:
+            os.link(scratch, path)
+        except FileExistsError:
+            raise
+        except OSError:  # no hard links here (some FUSE or FAT mounts)
+            with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as out:
+                out.write(key + "\n")
+    finally:
+        with contextlib.suppress(OSError):  # the key is kept (or not) either way
+            os.unlink(scratch)
 
 
 def _read(path: Path) -> str:
