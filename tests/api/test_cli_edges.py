@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import json
-import re
 import socket
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.support.server import clean_env, free_port, start_server
+from tests.support.server import clean_env, free_port, generated_key, serve_without_key, start_server, stop_process
 
 pytestmark = pytest.mark.slow
 
@@ -159,52 +157,23 @@ def test_serving_is_said_once_the_socket_answers(tmp_path: Path) -> None:
 # -- the kept key -------------------------------------------------------------------------------
 
 
-def _serve_without_key(home: Path, tmp_path: Path) -> tuple[subprocess.Popen, str, Path]:
-    """`serve` with neither --api-key nor --no-auth, once /health answers: (process, base URL, log)."""
-    port = free_port()
-    log = tmp_path / f"serve-{port}.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "hermes_server", "serve", "--home", str(home),
-                                 "--port", str(port)], stdout=out, stderr=subprocess.STDOUT, env=clean_env())
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(400):
-        assert proc.poll() is None, log.read_text()
-        try:
-            if httpx.get(url + "/health", timeout=0.5).status_code == 200:
-                return proc, url, log
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.05)
-    proc.kill()
-    raise AssertionError(log.read_text())
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    proc.wait(15)
-
-
-def _key_in(log: str) -> str:
-    return re.search(r"generated API key \(send as 'Authorization: Bearer <key>'\): (\S+)", log).group(1)
-
-
 def test_a_generated_key_is_kept_in_the_home_and_reused(tmp_path: Path) -> None:
     home = tmp_path / "h"
     kept = home / "hermes-server.key"
-    proc, _, log = _serve_without_key(home, tmp_path)
+    proc, _, log = serve_without_key(home, tmp_path)
     try:
-        key = _key_in(log.read_text())
+        key = generated_key(log.read_text())
         assert f"kept in {kept} (mode 0600)" in log.read_text()
         assert kept.read_text().strip() == key and stat.S_IMODE(kept.stat().st_mode) == 0o600
     finally:
-        _stop(proc)
-    proc, url, log = _serve_without_key(home, tmp_path)
+        stop_process(proc)
+    proc, url, log = serve_without_key(home, tmp_path)
     try:
         assert "generated API key" not in log.read_text() and key not in log.read_text()
         assert f"API key read from {kept}" in log.read_text()
         assert httpx.get(url + "/api/sessions", headers={"Authorization": f"Bearer {key}"}).status_code == 200
     finally:
-        _stop(proc)
+        stop_process(proc)
 
 
 def test_an_unusable_kept_key_is_refused_with_what_to_do(tmp_path: Path) -> None:

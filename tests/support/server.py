@@ -21,7 +21,9 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import tempfile
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -128,6 +130,40 @@ def start_server(home: Path, *extra: str, key: str | None = KEY, env: dict[str, 
         launcher.stop()
         raise
     return RunningServer(home, port, key, launcher, log_path)
+
+
+def serve_without_key(home: Path, log_dir: Path) -> tuple[subprocess.Popen[bytes], str, Path]:
+    """`serve` with neither --api-key nor --no-auth (so it generates or reads the kept key), once
+    /health answers: (process, base URL, log). The testkit always passes one of the two."""
+    port = free_port()
+    log = log_dir / f"serve-{port}.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "hermes_server", "serve", "--home", str(home),
+                                 "--port", str(port)], stdout=out, stderr=subprocess.STDOUT, env=clean_env())
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(400):
+        assert proc.poll() is None, log.read_text()
+        try:
+            if httpx.get(url + "/health", timeout=0.5).status_code == 200:
+                return proc, url, log
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    proc.kill()
+    raise AssertionError(log.read_text())
+
+
+def stop_process(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a server `serve_without_key` started (that process, by its handle) and wait for it."""
+    proc.terminate()
+    proc.wait(15)
+
+
+def generated_key(log: str) -> str:
+    """The key a start announced it generated."""
+    found = re.search(r"generated API key \(send as 'Authorization: Bearer <key>'\): (\S+)", log)
+    assert found is not None, log
+    return found.group(1)
 
 
 def start_with_script(home: Path, script: Any, *extra: str, **kwargs: Any) -> RunningServer:
