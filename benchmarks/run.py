@@ -19,7 +19,8 @@ benchmarks/results/).
 `--hermes-version` chooses the version profile hermes-server is measured (and recorded for the
 ceiling) as; `--compare-versions` measures a hermes-server of each of those profiles beside it,
 interleaved route by route, so each profile's ratio to it is taken in the same run. `--rounds N`
-repeats every route's runs N times, the servers in turn, and keeps each server's median.
+repeats every route's runs N times, the servers in turn (each round starting with the next one),
+and keeps each server's median.
 """
 
 from __future__ import annotations
@@ -175,10 +176,11 @@ class Bench:
     def measure(self, size: int, route: Workload, targets: list[servers.Server], ids: list[str],
                 connections: int) -> dict[str, Any]:
         """Each server's figures for one route: `--rounds` runs, the servers in turn, the median kept
-        (with every round's req/s beside it, to show the noise)."""
+        (with every round's req/s beside it, to show the noise). Each round starts one server further
+        on, so no server always runs right after the same one (a write route's last checkpoint, say)."""
         rounds: dict[str, list[dict[str, Any]]] = {server.name: [] for server in targets}
-        for _ in range(self.args.rounds):
-            for server in targets:
+        for turn in range(self.args.rounds):
+            for server in targets[turn % len(targets):] + targets[:turn % len(targets)]:
                 result = self.drive(server, list(route.calls), ids, connections, self.args.seconds,
                                     same_id=len(route.calls) > 1)
                 cell = result.as_dict()

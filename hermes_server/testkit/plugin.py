@@ -16,9 +16,8 @@ Loaded through the package's `pytest11` entry point (disable with `-p no:hermes_
 - `@pytest.mark.hermes_audit` (or `--hermes-audit`/`hermes_audit = true` for every test): after
   the test, the server's audit of the test's traffic; an error finding fails the test;
 - options and ini keys: `--hermes-version`/`hermes_version`, `--hermes-agent`/`hermes_agent`,
-  `--hermes-deterministic`/
-  `hermes_deterministic`, `--hermes-serve-args`/`hermes_serve_args`, `hermes_startup_timeout`,
-  `--hermes-no-restart`/`hermes_restart`, `--hermes-audit`/`hermes_audit`.
+  `--hermes-deterministic`/`hermes_deterministic`, `--hermes-serve-args`/`hermes_serve_args`,
+  `hermes_startup_timeout`, `--hermes-no-restart`/`hermes_restart`, `--hermes-audit`/`hermes_audit`.
 
 A failing test gets the server's log of that test (and the requests it received) as report
 sections; a server that died is named in the report of the test it died in, then restarted
