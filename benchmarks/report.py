@@ -13,7 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchmarks.targets import cell, figure, percent, ratio, slower_at_more, targets, times
+from benchmarks.servers import profiled_name
+from benchmarks.targets import PROFILE_GOAL, cell, figure, percent, profile_ratios, ratio, slower_at_more, targets, times
 from benchmarks.workloads import WORKLOADS
 
 ANALYSIS = Path(__file__).resolve().parent / "analysis.md"
@@ -80,6 +81,39 @@ def size_table(size: str, data: dict[str, Any], connections: list[int]) -> list[
     return lines + [""]
 
 
+def _spread(found: dict[str, Any] | None) -> str:
+    """The rounds' req/s of one figure, lowest to highest (the median is the figure itself)."""
+    rounds = (found or {}).get("rounds_rps")
+    return "" if not rounds else f" ({min(rounds):,.0f}–{max(rounds):,.0f})"
+
+
+def profiles_table(size: str, data: dict[str, Any], options: dict[str, Any]) -> list[str]:
+    """Each compared profile's req/s per route beside the measured profile's, and their ratio."""
+    base, versions = options["hermes_version"], options["compare_versions"]
+    connections = options.get("connections", [1, 32])
+    head = ["route", "conn", f"{base} req/s", *(part for v in versions for part in (f"{v} req/s", f"{v} / {base}"))]
+    lines = [f"### Version profiles, {int(size):,} sessions", "", "| " + " | ".join(head) + " |",
+             "|" + "---|" * len(head)]
+    shares = {(v, c): profile_ratios(data, v, c) for v in versions for c in connections}
+    for route in data["routes"]:
+        for c in connections:
+            row = [route, str(c), _rps(cell(data, route, c, "hermes-server")) + _spread(cell(data, route, c,
+                                                                                            "hermes-server"))]
+            for v in versions:
+                found = cell(data, route, c, profiled_name(v))
+                share = shares[(v, c)].get(route)
+                mark = " **▼**" if share is not None and share < PROFILE_GOAL else ""
+                row += [_rps(found) + _spread(found), percent(share) + mark]
+            lines.append("| " + " | ".join(row) + " |")
+    rounds = options.get("rounds", 1)
+    lines += ["", f"Each figure is the median of {rounds} run{'s' if rounds != 1 else ''} of "
+              f"{options['seconds_per_run']:g} s, the servers taking turns route by route"
+              + (" (the lowest and highest round in brackets); a ratio is the median of the rounds' ratios,"
+                 " each of two runs taken one after the other" if rounds > 1 else "")
+              + f". **▼** marks a ratio under {PROFILE_GOAL:.0%}.", ""]
+    return lines
+
+
 def _route_notes(results: dict[str, Any]) -> list[str]:
     """What the changing variants measure, when the run has them."""
     names = {route for data in results["sizes"].values() for route in data["routes"]}
@@ -133,6 +167,12 @@ def render(results: dict[str, Any]) -> str:
     lines += _route_notes(results)
     for size, data in results["sizes"].items():
         lines += size_table(size, data, o.get("connections", [1, 32]))
+    if o.get("compare_versions"):
+        lines += ["## Version profiles", "",
+                  f"hermes-server as {o['hermes_version']} (the figures above) and as each compared profile",
+                  "(`--compare-versions`), over copies of the same dataset, in the same run.", ""]
+        for size, data in results["sizes"].items():
+            lines += profiles_table(size, data, o)
     if results.get("soak"):
         lines += _soak(results["soak"])
     if ANALYSIS.is_file():

@@ -14,6 +14,13 @@ benchmarks/results/).
     python -m benchmarks.run            # full: 1k, 10k, 100k; 8 s per run; 30 s soak
     python -m benchmarks.run --quick    # 1k and 10k; 3 s per run; 10 s soak; prints only
     python -m benchmarks.run --quick --sizes 1000 --routes list get-changing --soak-seconds 0
+    python -m benchmarks.run --quick --sizes 10000 --compare-versions 0.20.4 0.21.2 --rounds 3 --no-upstream
+
+`--hermes-version` chooses the version profile hermes-server is measured (and recorded for the
+ceiling) as; `--compare-versions` measures a hermes-server of each of those profiles beside it,
+interleaved route by route, so each profile's ratio to it is taken in the same run. `--rounds N`
+repeats every route's runs N times, the servers in turn (each round starting with the next one),
+and keeps each server's median.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import statistics
 import sys
 import tempfile
 import threading
@@ -37,9 +45,10 @@ from benchmarks.wrk import Call
 REPO = Path(__file__).resolve().parent.parent
 PORT_BASE = 18950
 # Ports of one slot (a dataset size, or the soak), from its base: hermes-server, upstream, upstream's
-# mock model, the ceiling, and the throwaway hermes-server the write answers are recorded from.
-HERMES, UPSTREAM, CEILING, RECORDER = 0, 1, 3, 4
-PORTS_PER_SLOT = 5
+# mock model, the ceiling, the throwaway hermes-server the write answers are recorded from, then
+# one hermes-server per compared version profile.
+HERMES, UPSTREAM, CEILING, RECORDER, PROFILED = 0, 1, 3, 4, 5
+PORTS_PER_SLOT = 5  # without compared profiles
 CONNECTIONS = (1, 32)
 SAMPLE_IDS = 256
 
@@ -85,7 +94,15 @@ class Bench:
         print(text, file=sys.stderr, flush=True)
 
     def port(self, slot: int, which: int) -> int:
-        return self.args.port_base + slot * PORTS_PER_SLOT + which
+        return self.args.port_base + slot * (PORTS_PER_SLOT + len(self.args.compare_versions)) + which
+
+    def start_hermes(self, home: Path, port: int, version: str | None = None) -> servers.Server:
+        """hermes-server answering as `version` (default: the measured profile, --hermes-version)."""
+        version = version or self.args.hermes_version
+        server = servers.start_hermes(home, port, *(("--hermes-version", version) if version else ()))
+        if version in self.args.compare_versions:
+            server.name = servers.profiled_name(version)
+        return server
 
     def tag(self) -> str:
         """A run-unique prefix for the ids and titles wrk makes up."""
@@ -100,7 +117,11 @@ class Bench:
     def start_all(self, size: int, with_upstream: bool, slot: int) -> list[servers.Server]:
         home = self.work / f"hermes-{size}-{slot}"
         dataset.copy_to(dataset.cached(size), home)
-        started = [servers.start_hermes(home, self.port(slot, HERMES))]
+        started = [self.start_hermes(home, self.port(slot, HERMES))]
+        for i, version in enumerate(self.args.compare_versions):
+            profiled = self.work / f"hermes-{size}-{slot}-{version}"
+            dataset.copy_to(dataset.cached(size), profiled)
+            started.append(self.start_hermes(profiled, self.port(slot, PROFILED + i), version))
         if with_upstream:
             up_home = self.work / f"upstream-{size}-{slot}"
             dataset.copy_to(dataset.cached(size, "upstream", self.args.oracle_venv), up_home)
@@ -114,7 +135,7 @@ class Bench:
         if any(c.method != "GET" for w in routes for c in w.calls):
             home = self.work / f"record-{size}"
             dataset.copy_to(dataset.cached(size), home)
-            recorder = servers.start_hermes(home, self.port(slot, RECORDER))
+            recorder = self.start_hermes(home, self.port(slot, RECORDER))
             try:
                 # a plain session (not a chain member or fork), like 45 of every 50 rotated ids
                 plain = dataset.session_id(min(size - 1, size // 2 + 10))
@@ -143,32 +164,46 @@ class Bench:
             per_route: dict[str, Any] = {}
             for route in routes:
                 targets = [s for s in started if s is hermes or (s is ceiling and route.ceiling)
-                           or (s.name == "upstream" and route.upstream)]
-                per_route[route.name] = {}
-                for connections in CONNECTIONS:
-                    row: dict[str, Any] = {}
-                    for server in targets:
-                        result = self.drive(server, list(route.calls), ids[route.ids], connections,
-                                            self.args.seconds, same_id=len(route.calls) > 1)
-                        row[server.name] = cell = result.as_dict()
-                        if route.reported is not None:
-                            cell["cycle_rps"], cell["rps"] = cell["rps"], round(result.rps * route.share, 1)
-                        self.log(f"  {size:>7} {route.name:<16} c={connections:<3} {server.name:<14} "
-                                 f"{cell['rps']:9.1f} req/s  p50 {result.p50_ms:8.2f} ms  p99 {result.p99_ms:8.2f} ms"
-                                 + (f"  ERRORS {result.errors}+{result.bad_status}"
-                                    if result.errors or result.bad_status else ""))
-                    per_route[route.name][str(connections)] = row
+                           or (s.name == "upstream" and route.upstream) or servers.is_profiled(s)]
+                per_route[route.name] = {str(c): self.measure(size, route, targets, ids[route.ids], c)
+                                         for c in CONNECTIONS}
             self.results["sizes"][str(size)] = {"upstream": with_upstream, "routes": per_route,
                                                 "ceiling_answers": len(answers)}
         finally:
             for server in started:
                 server.stop()
 
+    def measure(self, size: int, route: Workload, targets: list[servers.Server], ids: list[str],
+                connections: int) -> dict[str, Any]:
+        """Each server's figures for one route: `--rounds` runs, the servers in turn, the median kept
+        (with every round's req/s beside it, to show the noise). Each round starts one server further
+        on, so no server always runs right after the same one (a write route's last checkpoint, say)."""
+        rounds: dict[str, list[dict[str, Any]]] = {server.name: [] for server in targets}
+        for turn in range(self.args.rounds):
+            for server in targets[turn % len(targets):] + targets[:turn % len(targets)]:
+                result = self.drive(server, list(route.calls), ids, connections, self.args.seconds,
+                                    same_id=len(route.calls) > 1)
+                cell = result.as_dict()
+                if route.reported is not None:
+                    cell["cycle_rps"], cell["rps"] = cell["rps"], round(result.rps * route.share, 1)
+                rounds[server.name].append(cell)
+                self.log(f"  {size:>7} {route.name:<16} c={connections:<3} {server.name:<20} "
+                         f"{cell['rps']:9.1f} req/s  p50 {result.p50_ms:8.2f} ms  p99 {result.p99_ms:8.2f} ms"
+                         + (f"  ERRORS {result.errors}+{result.bad_status}"
+                            if result.errors or result.bad_status else ""))
+        row: dict[str, Any] = {}
+        for name, cells in rounds.items():
+            median = statistics.median_low(cell["rps"] for cell in cells)
+            row[name] = next(cell for cell in cells if cell["rps"] == median)
+            if len(cells) > 1:
+                row[name] = {**row[name], "rounds_rps": [cell["rps"] for cell in cells]}
+        return row
+
     def soak(self, size: int, slot: int) -> None:
         """A mixed load at 32 connections on fresh servers, sampling resident memory."""
         with_upstream = size in self.args.upstream_sizes and self.oracle
         ids = sample_ids(size, spread=True)
-        started = self.start_all(size, with_upstream, slot)
+        started = [s for s in self.start_all(size, with_upstream, slot) if not servers.is_profiled(s)]
         try:
             routes = set(name for name in SOAK_MIX if route_available(started[0], WORKLOADS[name]))
             mix = [WORKLOADS[name].calls[0] for name in SOAK_MIX if name in routes]
@@ -210,6 +245,8 @@ class Bench:
             "upstream_sizes": self.args.upstream_sizes if self.oracle else [],
             "seconds_per_run": self.args.seconds, "soak_seconds": self.args.soak_seconds,
             "connections": list(CONNECTIONS), "routes": [w.name for w in self.workloads],
+            "hermes_version": self.args.hermes_version or "0.19.0", "compare_versions": self.args.compare_versions,
+            "rounds": self.args.rounds,
         }
         started = time.time()
         for size in self.args.sizes:
@@ -238,6 +275,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--upstream-sizes", type=int, nargs="*", default=[10_000],
                         help="sizes at which upstream is measured too (default 10000)")
     parser.add_argument("--no-upstream", action="store_true", help="skip the upstream comparison")
+    parser.add_argument("--hermes-version", metavar="VERSION",
+                        help="the version profile hermes-server is measured as (default: the server's, 0.19.0)")
+    parser.add_argument("--compare-versions", nargs="+", default=[], metavar="VERSION",
+                        help="also measure a hermes-server of each of these profiles, interleaved; the report "
+                             "gives each one's ratio to the measured profile")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="runs per route and server, servers in turn; the median is kept (default 1)")
     parser.add_argument("--routes", nargs="+", metavar="NAME",
                         help=f"measure only these routes ({', '.join(WORKLOADS)}; `list-changing` works too); no doc")
     parser.add_argument("--port-base", type=int, default=PORT_BASE,
@@ -254,9 +298,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args.seconds = args.seconds or (3.0 if args.quick else 8.0)
     if args.soak_seconds is None:
         args.soak_seconds = 10.0 if args.quick else 30.0
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    if args.hermes_version in args.compare_versions:
+        parser.error(f"--compare-versions {args.hermes_version} is the measured profile already")
     if args.routes:
         workloads.select(args.routes)  # an unknown name stops here, before any dataset is built
-    if args.doc is None and not args.quick and not args.routes:
+    if args.doc is None and not args.quick and not args.routes and not args.compare_versions:
         args.doc = REPO / "docs" / "benchmarks.md"
     return args
 

@@ -1,4 +1,4 @@
-"""Processes under test: hermes-server, upstream hermes-agent 0.19.0, and the ceiling app.
+"""Processes under test: hermes-server (of any version profile), upstream hermes-agent 0.19.0, and the ceiling app.
 
 Each is started by us, on a loopback port, and stopped by its PID. The upstream
 oracle is optional: it needs the virtualenv `../shared/oracle/setup.sh` creates.
@@ -88,6 +88,15 @@ def start_hermes(home: Path, port: int, *extra: str) -> Server:
     url = f"http://127.0.0.1:{port}"
     wait_health(url, process, log)
     return Server("hermes-server", url, HERMES_KEY, process.pid, process=process)
+
+
+def profiled_name(version: str) -> str:
+    """The name a compared profile's hermes-server is reported under (`hermes-server@0.21.2`)."""
+    return f"hermes-server@{version}"
+
+
+def is_profiled(server: Server) -> bool:
+    return server.name.startswith("hermes-server@")
 
 
 def oracle_available(venv: Path) -> bool:

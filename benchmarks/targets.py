@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from benchmarks.servers import profiled_name
+
 RATIO_SIZE = "10000"
 Row = tuple[str, str, bool | None]
 Part = tuple[str, bool | None]
@@ -98,7 +100,49 @@ def targets(results: dict[str, Any]) -> list[Row]:
         _every_route(data, at),
         _flat_list(sizes),
         _soak(results.get("soak", {})),
+        *_profiles(data, results["options"], at),
     ]
+
+
+# Issue 20: no route of a newer version profile more than 10% slower than the measured (0.19.0) one.
+PROFILE_GOAL = 0.9
+
+
+def profile_ratios(data: dict[str, Any] | None, version: str, connections: int) -> dict[str, float]:
+    """Each route's req/s under `version`'s profile as a share of the measured profile's, at `connections`.
+
+    With several rounds, the median of each round's ratio: the two servers of one round ran one
+    after the other, so a burst of load from elsewhere on the machine falls on both or on neither."""
+    found = {}
+    for route in (data or {}).get("routes", {}):
+        ours, theirs = cell(data, route, connections, "hermes-server"), cell(data, route, connections,
+                                                                              profiled_name(version))
+        if ours is None or theirs is None:
+            continue
+        pairs = list(zip(theirs.get("rounds_rps", []), ours.get("rounds_rps", []), strict=False))
+        shares = [ratio(a, b) for a, b in pairs] if pairs else [ratio(theirs["rps"], ours["rps"])]
+        known = sorted(share for share in shares if share is not None)
+        if known:
+            found[route] = known[len(known) // 2] if len(known) % 2 else (known[len(known) // 2 - 1]
+                                                                          + known[len(known) // 2]) / 2
+    return found
+
+
+def _profiles(data: dict[str, Any] | None, options: dict[str, Any], at: str) -> list[Row]:
+    """One row per compared profile: its slowest route against the measured profile."""
+    rows = []
+    for version in options.get("compare_versions", []):
+        label = f"{version} profile: every route ≥ {PROFILE_GOAL:.0%} of {options['hermes_version']}'s req/s" + at
+        shares = [(share, route, c) for c in options.get("connections", [1, 32])
+                  for route, share in profile_ratios(data, version, c).items()]
+        if not shares:
+            rows.append((label, "not measured", None))
+            continue
+        share, route, c = min(shares)
+        below = sorted({r for s, r, _ in shares if s < PROFILE_GOAL})
+        measured = f"slowest {route} at {c} conn, {percent(share)}" + (f"; below: {', '.join(below)}" if below else "")
+        rows.append((label, measured, share >= PROFILE_GOAL))
+    return rows
 
 
 def _every_route(data: dict[str, Any] | None, at: str) -> Row:

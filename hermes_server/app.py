@@ -38,6 +38,7 @@ from hermes_server.families import FixtureParts, with_defaults
 from hermes_server.http.auth import bearer_check
 from hermes_server.http.pipeline import Check, Pipeline
 from hermes_server.http.routing import BEARER, Route, Router
+from hermes_server.openapi import additions as profile_operations
 from hermes_server.openapi.schemas import FIRE_TOKEN
 from hermes_server.routes import (
     catalog,
@@ -71,11 +72,12 @@ if TYPE_CHECKING:
 
 def build_routes(profile: Profile = HERMES_0_19) -> list[Route]:
     """Every Hermes path this server serves, in upstream's order (discovery, sessions, chat),
-    with the routes the version profile adds, each where upstream's table has it."""
-    return models.with_additions([
+    with the routes the version profile adds, each where upstream's table has it, and the
+    operations its additions change amended (openapi/additions.py)."""
+    return profile_operations.amended(models.with_additions([
         *discovery.routes(), *unserved.browser_routes(profile), *sessions.routes(), *chat.routes(),
         *completions.routes(), *responses.routes(), *runs.routes(profile), *catalog.routes(), *jobs.routes(),
-        *unserved.room_routes(profile)], profile)
+        *unserved.room_routes(profile)], profile), profile)
 
 
 def merged_components(*parts: dict[str, Any]) -> dict[str, Any]:
@@ -194,7 +196,8 @@ class HermesApp:
             slots=Slots(settings.max_concurrent_runs, turns),
             reads=ReadCache(db, int(settings.read_cache_mb * 1024 * 1024)),
             jobs=JobsFile(settings.home, clock.now), hooks=control.hooks if control else NO_HOOKS,
-            api_components=merged_components(dialects.components, models.components(profile)), quirks=quirks,
+            api_components=merged_components(dialects.components, models.components(profile),
+                                             profile_operations.components(profile)), quirks=quirks,
             profile=profile,
         )
         register_state(ctx, dialects)

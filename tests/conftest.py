@@ -64,6 +64,7 @@ def client(server: RunningServer):
 # `pytestmark` line at its top). `make test-fast` leaves out slow, interop and container.
 TIERS: dict[str, tuple[str, ...]] = {
     "tests/api/test_openapi.py::test_schemathesis_finds_no_5xx_and_no_schema_violation": ("slow",),
+    "tests/api/test_openapi.py::test_schemathesis_finds_no_5xx_and_no_schema_violation_on_a_newer_profile": ("slow",),
     "tests/hermrun/test_openapi.py::test_schemathesis_finds_no_5xx_and_no_schema_violation_on_the_dialect": ("slow",),
     "tests/reliability/test_heads.py::test_memory_does_not_grow_with_the_bytes_sent": ("slow",),
     "tests/reliability/test_heads.py::test_an_endless_head_is_cut_at_the_head_limit": ("slow",),

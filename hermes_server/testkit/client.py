@@ -32,7 +32,8 @@ class FixtureError(Exception):
 
     def __init__(self, status: int | None, message: str, code: str | None = None, param: str | None = None) -> None:
         head = f"{status} {code or 'error'}: " if status is not None else ""
-        super().__init__(head + message + (f" (at {param})" if param else ""))
+        # The server's message names the JSON path of each problem already: say it once.
+        super().__init__(head + message + (f" (at {param})" if param and param not in message else ""))
         self.status = status
         self.message = message
         self.code = code

@@ -2,9 +2,10 @@
 
 `HermesOptions` is what the pytest plugin's `hermes_options` fixture returns (override it in a
 `conftest.py`, the way pytest-httpserver's `httpserver_listen_address` is overridden) and what
-`make_hermes(**changes)` caches its extra servers by. Each field is one `hermes-server serve`
-flag; `flags` carries any other flag as given (a dialect's switch, a profile, a limit), so the
-kit needs no new field for each new flag of the server.
+`make_hermes(**changes)` caches its extra servers by (and what a `hermes_version` marker
+changes for one test). Each field is one `hermes-server serve` flag; `flags` carries any
+other flag as given (a dialect's switch, a limit), so the kit needs no new field for each
+new flag of the server.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ class HermesOptions:
     """The `serve` flags of a test server (the launcher adds home, host, port, key and `--fixture-api`)."""
 
     agent: str | None = None  # echo (the server's default), openai, script
+    hermes_version: str | None = None  # --hermes-version: the release it answers as (None: the server's, 0.19.0)
     deterministic: bool = False
     fixture: str | Path | None = None  # --fixture: loaded at start, and what a reset returns to
     upstream_quirks: bool = False
@@ -47,6 +49,8 @@ class HermesOptions:
         """The `serve` flags these options stand for, in a stable order."""
         agent = self.agent or ("script" if self.agent_script is not None else None)
         args: list[str] = []
+        if self.hermes_version is not None:
+            args += ["--hermes-version", self.hermes_version]
         if agent:
             args += ["--agent", agent]
         if self.agent_script is not None:

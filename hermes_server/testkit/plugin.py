@@ -11,11 +11,13 @@ Loaded through the package's `pytest11` entry point (disable with `-p no:hermes_
   options changed, one per option set, reset for the test;
 - `@pytest.mark.hermes_fixture("file.json" | {...})`: seed a fixture (a path is relative to
   the test file); `@pytest.mark.hermes_faults([...])`: install faults;
+  `@pytest.mark.hermes_version("0.21.2")`: the test's `hermes` (and `make_hermes`'s servers) answer
+  as that release;
 - `@pytest.mark.hermes_audit` (or `--hermes-audit`/`hermes_audit = true` for every test): after
   the test, the server's audit of the test's traffic; an error finding fails the test;
-- options and ini keys: `--hermes-agent`/`hermes_agent`, `--hermes-deterministic`/
-  `hermes_deterministic`, `--hermes-serve-args`/`hermes_serve_args`, `hermes_startup_timeout`,
-  `--hermes-no-restart`/`hermes_restart`, `--hermes-audit`/`hermes_audit`.
+- options and ini keys: `--hermes-version`/`hermes_version`, `--hermes-agent`/`hermes_agent`,
+  `--hermes-deterministic`/`hermes_deterministic`, `--hermes-serve-args`/`hermes_serve_args`,
+  `hermes_startup_timeout`, `--hermes-no-restart`/`hermes_restart`, `--hermes-audit`/`hermes_audit`.
 
 A failing test gets the server's log of that test (and the requests it received) as report
 sections; a server that died is named in the report of the test it died in, then restarted
@@ -26,30 +28,24 @@ from __future__ import annotations
 
 import atexit
 import shlex
-import signal
 import warnings
-from collections.abc import Callable, Generator, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from hermes_server.testkit import markers
+from hermes_server.testkit.cmdline import accept_dash_values
 from hermes_server.testkit.options import HermesOptions
+from hermes_server.testkit.report import exit_text, journal, startup_line
 
 if TYPE_CHECKING:
     from hermes_server.testkit.audit import Audit
     from hermes_server.testkit.process import HermesServer
 
-MARKERS = (
-    ("hermes_fixture(document, ...): seed the `hermes` server with fixture documents "
-     "(dicts, or JSON/YAML paths relative to the test file) after its reset"),
-    ("hermes_faults(faults): install these faults (a list of fault objects, or one) on the `hermes` server "
-     "after its reset"),
-    ("hermes_audit: after the test, fail it when the server's audit of its traffic (GET /_fixture/audit) "
-     "has an error finding; the findings go in a report section"),
-)
-_REQUESTS_SHOWN = 50
+# Options whose value is `serve` flags, so may start with a dash (cmdline.py).
+_FLAG_VALUED = ("--hermes-serve-args",)
 
 
 class HermesServerWarning(UserWarning):
@@ -70,11 +66,17 @@ class _State:
 
 
 STATE = pytest.StashKey[_State]()
+# Per test: the server its `hermes` fixture gave it (another than the session's for a
+# hermes_version marker) and where that server's log stood before the test.
+TEST_SERVER = pytest.StashKey[tuple["HermesServer", int]]()
 AUDITS = pytest.StashKey[list[tuple[str, "Audit | str"]]]()  # per test: (server, its audit or why not)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("hermes-server", "hermes-server fixture")
+    group.addoption("--hermes-version", default=None, metavar="VERSION",
+                    help="the Hermes release the server answers as: 0.19.0 (default), 0.20.4, 0.21.2 "
+                         "(ini: hermes_version)")
     group.addoption("--hermes-agent", default=None, metavar="NAME",
                     help="agent answering chat turns: echo (default), openai, script (ini: hermes_agent)")
     group.addoption("--hermes-deterministic", action="store_true", default=None,
@@ -85,6 +87,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="fail the tests after a server crash instead of restarting it (ini: hermes_restart)")
     group.addoption("--hermes-audit", action="store_true", default=None,
                     help="audit every test's traffic; an error finding fails the test (ini: hermes_audit)")
+    parser.addini("hermes_version", "the Hermes release the server answers as (serve --hermes-version)", default="")
     parser.addini("hermes_agent", "agent answering chat turns (echo, openai, script)", default="")
     parser.addini("hermes_deterministic", "reproducible ids and a settable clock", type="bool", default=False)
     parser.addini("hermes_serve_args", "more `hermes-server serve` flags", type="args", default=[])
@@ -93,10 +96,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                   type="bool", default=True)
     parser.addini("hermes_audit", "audit every test's traffic (GET /_fixture/audit); an error finding fails it",
                   type="bool", default=False)
+    accept_dash_values(parser, _FLAG_VALUED)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    for line in MARKERS:
+    for line in markers.MARKERS:
         config.addinivalue_line("markers", line)
     config.stash[STATE] = _State()
 
@@ -104,6 +108,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def _server_settings(config: pytest.Config) -> HermesOptions:
     """Command line over ini, for each setting of the server."""
     agent = config.getoption("hermes_agent") or config.getini("hermes_agent") or None
+    version = config.getoption("hermes_version") or config.getini("hermes_version").strip() or None
     deterministic = config.getoption("hermes_deterministic")
     serve_args = config.getoption("hermes_serve_args")
     timeout = config.getini("hermes_startup_timeout")
@@ -113,6 +118,7 @@ def _server_settings(config: pytest.Config) -> HermesOptions:
         raise pytest.UsageError(f"hermes_startup_timeout = {timeout!r} is not a number of seconds") from None
     return HermesOptions(
         agent=agent,
+        hermes_version=version,
         deterministic=bool(deterministic if deterministic is not None else config.getini("hermes_deterministic")),
         flags=tuple(shlex.split(serve_args) if serve_args is not None else config.getini("hermes_serve_args")),
         startup_timeout=startup_timeout,
@@ -123,13 +129,6 @@ def _restarts(config: pytest.Config) -> bool:
     return not config.getoption("hermes_no_restart") and bool(config.getini("hermes_restart"))
 
 
-def _exit_text(code: int | None) -> str:
-    if code is not None and code < 0:
-        try:
-            return f"was killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"was killed by signal {-code}"
-    return f"exited with code {code}"
 
 
 @pytest.fixture(scope="session")
@@ -137,6 +136,21 @@ def hermes_options(pytestconfig: pytest.Config) -> HermesOptions:
     """What the session's server runs with: the command line and ini. Override it in a conftest.py
     (session scope) to give a directory's tests other flags, e.g. `HermesOptions(upstream_quirks=True)`."""
     return _server_settings(pytestconfig)
+
+
+def _started(server: HermesServer, state: _State) -> HermesServer:
+    """`server` started, or the test failed with the reason alone: the exit code and the server's
+    own words, not the launcher's traceback (its lines say nothing the message does not)."""
+    from hermes_server.testkit.process import HermesServerError
+
+    try:
+        server.start()
+    except HermesServerError as exc:
+        reason = str(exc)
+    else:
+        state.startups.append(server.startup_seconds or 0.0)
+        return server
+    pytest.fail(reason, pytrace=False)
 
 
 @pytest.fixture(scope="session")
@@ -149,9 +163,7 @@ def hermes_server(pytestconfig: pytest.Config, hermes_options: HermesOptions) ->
     state.server = server
     atexit.register(server.stop)  # for a runner that ends without tearing fixtures down
     try:
-        server.start()
-        state.startups.append(server.startup_seconds or 0.0)
-        yield server
+        yield _started(server, state)
     finally:
         server.stop()
         atexit.unregister(server.stop)
@@ -173,8 +185,7 @@ class _Servers:
                 server.stop()
             server = self.by_options[options] = HermesServer(options)
             atexit.register(server.stop)
-            server.start()
-            state.startups.append(server.startup_seconds or 0.0)
+            _started(server, state)
         return server
 
     def stop_all(self) -> None:
@@ -193,16 +204,24 @@ def _hermes_servers() -> Iterator[_Servers]:
         servers.stop_all()
 
 
+def _test_options(request: pytest.FixtureRequest) -> HermesOptions:
+    """`hermes_options`, with the release of the test's hermes_version marker when it has one."""
+    options: HermesOptions = request.getfixturevalue("hermes_options")
+    version = markers.marked_version(request)
+    return options if version is None else options.replace(hermes_version=version)
+
+
 @pytest.fixture
-def make_hermes(hermes_options: HermesOptions, _hermes_servers: _Servers,
-                pytestconfig: pytest.Config) -> Callable[..., HermesServer]:
+def make_hermes(_hermes_servers: _Servers, request: pytest.FixtureRequest) -> Callable[..., HermesServer]:
     """A factory: `make_hermes(upstream_quirks=True, flags=["--max-concurrent-runs", "1"])` is a server
-    with `hermes_options` changed so, reset (pass `reset=False` to keep its state). Servers are
-    shared by every test asking for the same options and stopped when the session ends."""
-    state = pytestconfig.stash[STATE]
+    with `hermes_options` (and the test's hermes_version marker) changed so, reset (pass `reset=False`
+    to keep its state). Servers are shared by every test asking for the same options and stopped
+    when the session ends."""
+    state = request.config.stash[STATE]
+    base = _test_options(request)
 
     def make(*, reset: bool = True, **changes: Any) -> HermesServer:
-        server = _hermes_servers.get(hermes_options.replace(**changes), state)
+        server = _hermes_servers.get(base.replace(**changes), state)
         if reset:
             server.control.reset()
             state.reset_for_test.append(server)
@@ -211,77 +230,68 @@ def make_hermes(hermes_options: HermesOptions, _hermes_servers: _Servers,
     return make
 
 
+def _session_server(request: pytest.FixtureRequest) -> HermesServer:
+    """The session's server for this test, brought back first if it died (or the test fails saying why)."""
+    server: HermesServer = request.getfixturevalue("hermes_server")
+    state = request.config.stash[STATE]
+    if server.returncode is not None:
+        _bring_back(server, state, request)
+    request.node.stash[TEST_SERVER] = (server, state.log_mark)
+    return server
+
+
 @pytest.fixture
-def hermes(hermes_server: HermesServer, request: pytest.FixtureRequest) -> HermesServer:
-    """The session's server, reset, then seeded and given faults by the test's markers."""
-    control = hermes_server.control
+def hermes(request: pytest.FixtureRequest, _hermes_servers: _Servers) -> HermesServer:
+    """The session's server (or, for a test marked with another hermes_version, the session's
+    server of that release), reset, then seeded and given faults by the test's markers."""
+    state = request.config.stash[STATE]
+    options = _test_options(request)
+    if options == request.getfixturevalue("hermes_options"):
+        server = _session_server(request)
+    else:
+        server = _hermes_servers.get(options, state)
+        request.node.stash[TEST_SERVER] = (server, server.log_size())
+    control = server.control
     control.reset()
-    request.config.stash[STATE].reset_for_test.append(hermes_server)
-    for document in _marked_documents(request):
+    state.reset_for_test.append(server)
+    refusal: str | None = None
+    for document in markers.marked_documents(request):
         try:
             control.seed(document)
         except Exception as exc:  # noqa: BLE001 - any refusal becomes the test's failure, with its reason
-            pytest.fail(f"@pytest.mark.hermes_fixture: {_name(document)} was not loaded: {exc}", pytrace=False)
-    faults = _marked_faults(request)
+            refusal = f"@pytest.mark.hermes_fixture: {markers.document_name(document)} was not loaded: {exc}"
+            break
+    else:
+        refusal = _install_faults(server, markers.marked_faults(request))
+    if refusal:  # failed here, outside the except: no "during handling of the above exception" chain
+        pytest.fail(refusal, pytrace=False)
+    return server
+
+
+def _install_faults(server: HermesServer, faults: list[dict[str, Any]]) -> str | None:
+    """Install the marked faults; the refusal's text, if the server refused them."""
     if faults:
         try:
-            control.faults.set(faults)
+            server.control.faults.set(faults)
         except Exception as exc:  # noqa: BLE001
-            pytest.fail(f"@pytest.mark.hermes_faults: refused: {exc}", pytrace=False)
-    return hermes_server
-
-
-def _name(document: Any) -> str:
-    return str(document) if isinstance(document, Path) else "the fixture object"
-
-
-def _marked_documents(request: pytest.FixtureRequest) -> list[Any]:
-    """Fixture documents of every hermes_fixture marker, module's before class's before the test's."""
-    out: list[Any] = []
-    for mark in reversed(list(request.node.iter_markers("hermes_fixture"))):
-        for document in (*mark.args, *mark.kwargs.values()):
-            if isinstance(document, (str, Path)):
-                path = Path(request.node.path).parent / document
-                if not path.is_file():
-                    pytest.fail(f"@pytest.mark.hermes_fixture: {path} does not exist", pytrace=False)
-                document = path
-            elif not isinstance(document, dict):
-                pytest.fail(f"@pytest.mark.hermes_fixture takes file names or dicts, not {type(document).__name__}",
-                            pytrace=False)
-            out.append(document)
-    return out
-
-
-def _marked_faults(request: pytest.FixtureRequest) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for mark in reversed(list(request.node.iter_markers("hermes_faults"))):
-        for arg in mark.args:
-            items = arg if isinstance(arg, (list, tuple)) else [arg]
-            if not all(isinstance(item, Mapping) for item in items):
-                pytest.fail("@pytest.mark.hermes_faults takes fault objects (dicts or Fault builders) or lists "
-                            "of them", pytrace=False)
-            out.extend(dict(item) for item in items)
-    return out
+            return f"@pytest.mark.hermes_faults: refused: {exc}"
+    return None
 
 
 @pytest.fixture(autouse=True)
 def _hermes_guard(request: pytest.FixtureRequest) -> None:
     """Before a test that uses the server: bring a dead one back (or fail saying why); a test with
     a hermes_* marker gets the `hermes` fixture even when it did not name it."""
-    marked = any(request.node.get_closest_marker(name) for name in ("hermes_fixture", "hermes_faults", "hermes_audit"))
-    if "hermes_server" not in request.fixturenames and not marked:
-        return
-    server = request.getfixturevalue("hermes_server")
-    state = request.config.stash[STATE]
-    if server.returncode is not None:
-        _bring_back(server, state, request)
+    if "hermes_server" in request.fixturenames:
+        _session_server(request)
+    marked = any(request.node.get_closest_marker(name) for name in markers.NAMES)
     if marked and "hermes" not in request.fixturenames:
         request.getfixturevalue("hermes")
 
 
 def _bring_back(server: HermesServer, state: _State, request: pytest.FixtureRequest) -> None:
     where = f"during {state.died_in}" if state.died_in else "between tests"
-    gone = f"hermes-server {_exit_text(server.returncode)} {where}"
+    gone = f"hermes-server {exit_text(server.returncode)} {where}"
     if not _restarts(request.config):
         pytest.fail(f"{gone}; not restarted (hermes_restart = false). Its last log lines:\n"
                     f"{server.log_text(limit=4000)}", pytrace=False)
@@ -346,31 +356,25 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     outcome = yield
     report: pytest.TestReport = outcome.get_result()
     state = item.config.stash[STATE]
-    server = state.server
     if call.when == "call" and item.stash.get(AUDITS, None):
         report.sections.append(("hermes-server audit", "\n".join(
             f"{name}: {audit if isinstance(audit, str) else audit.describe()}" for name, audit in item.stash[AUDITS])))
-    if server is None or "hermes_server" not in getattr(item, "fixturenames", ()):
+    if TEST_SERVER not in item.stash:
         return
-    died_now = server.returncode is not None and state.died_in is None
+    server, log_mark = item.stash[TEST_SERVER]
+    # The session's server is brought back before the next test that needs it, naming this one;
+    # another (a hermes_version marker's) is started anew by the next test that asks for it.
+    died_now = server.returncode is not None and (server is not state.server or state.died_in is None)
     if died_now:
-        state.died_in = f"{item.nodeid} ({call.when})"
-        report.sections.append(("hermes-server", (f"hermes-server {_exit_text(server.returncode)} during this test "
+        if server is state.server:
+            state.died_in = f"{item.nodeid} ({call.when})"
+        report.sections.append(("hermes-server", (f"hermes-server {exit_text(server.returncode)} during this test "
                                                   f"({call.when}); see its log below")))
     if report.failed or died_now:
-        report.sections.append((f"hermes-server log ({call.when})", server.log_text(state.log_mark) or "(empty)"))
+        report.sections.append((f"hermes-server log ({call.when})", server.log_text(log_mark) or "(empty)"))
         if server.alive:
-            report.sections.append(("hermes-server requests", _journal(server)))
+            report.sections.append(("hermes-server requests", journal(server)))
 
-
-def _journal(server: HermesServer) -> str:
-    try:
-        records = server.control.requests()
-    except Exception as exc:  # noqa: BLE001 - a report must not fail because the journal cannot be read
-        return f"(journal not readable: {exc})"
-    shown = records[-_REQUESTS_SHOWN:]
-    skipped = f"({len(records) - len(shown)} earlier ones not shown)\n" if len(records) > len(shown) else ""
-    return skipped + ("\n".join(r.describe() for r in shown) or "(none since the last reset)")
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -395,9 +399,6 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     state = config.stash[STATE]
     if not state.startups:
         return
-    times = sorted(state.startups)
-    spread = f"{times[0]:.2f} s" if len(times) == 1 else f"{times[0]:.2f}-{times[-1]:.2f} s"
-    count = f"{len(times)} start{'s' if len(times) != 1 else ''}"
-    terminalreporter.write_line(f"hermes-server: {count}, start-up to first answer {spread}")
+    terminalreporter.write_line(startup_line(state.startups))
     for event in state.events:
         terminalreporter.write_line(event)

@@ -110,14 +110,14 @@ class HermesServer:
     for `/_fixture/`, and an `http` client for the API itself.
 
     What it serves with comes from `options` (a `HermesOptions`) or the same fields as keywords
-    (`HermesServer(deterministic=True, upstream_quirks=True)`; keywords win). The rest is how it is
+    (`HermesServer(deterministic=True, hermes_version="0.21.2")`; keywords win). The rest is how it is
     launched: a given `home` (default: a temporary one, removed on stop), `port` (default: a free
     one, retried if taken meanwhile), `log_path`, `api_key` (default: generated) or `auth=False`
     (`--no-auth`), `fixture_api=False` for a server without the control API (it is then ready when
     `/health` answers 200), and `shutdown_grace` (None: the server's own default)."""
 
     def __init__(self, options: HermesOptions | None = None, *, agent: str | None = None,
-                 deterministic: bool | None = None, extra_args: Sequence[str] = (),
+                 hermes_version: str | None = None, deterministic: bool | None = None, extra_args: Sequence[str] = (),
                  fixture: str | Path | None = None, upstream_quirks: bool | None = None,
                  agent_script: str | Path | None = None, agent_delay: float | None = None,
                  compress_after_messages: int | None = None, flags: Sequence[str] = (),
@@ -125,7 +125,8 @@ class HermesServer:
                  home: str | Path | None = None, port: int = 0, log_path: str | Path | None = None,
                  host: str = "127.0.0.1", startup_timeout: float | None = None, python: str | None = None,
                  env: Mapping[str, str] | None = None, shutdown_grace: float | None = 1.0) -> None:
-        given = {"agent": agent, "deterministic": deterministic, "fixture": fixture, "upstream_quirks": upstream_quirks,
+        given = {"agent": agent, "hermes_version": hermes_version, "deterministic": deterministic,
+                 "fixture": fixture, "upstream_quirks": upstream_quirks,
                  "agent_script": agent_script, "agent_delay": agent_delay,
                  "compress_after_messages": compress_after_messages, "startup_timeout": startup_timeout}
         base = options or HermesOptions()

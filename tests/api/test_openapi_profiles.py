@@ -1,0 +1,146 @@
+"""/openapi.json by version profile: a newer profile documents what it serves (its added routes, and
+what its additions change on 0.19.0's: message paging, the chat `runtime` block, the gateway 401),
+its real answers conform to it, and 0.19.0's document is the bytes it was (issue 20).
+
+Sources: /work/shared/spec/hermes-after-0.19.md, as each row of docs/versions.md names them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from hermes_server.app import build_routes
+from hermes_server.domain.profiles import PROFILES
+from tests.support.openapi import resolved, schema_errors
+from tests.support.server import RunningServer, start_server
+
+# Contract tests: servers on a thread of the test process (tests/support/inprocess.py).
+pytestmark = pytest.mark.in_process
+
+NEWER = ("0.20.4", "0.21.2")
+# sha256 of the default (0.19.0) server's /openapi.json before the profiles documented anything.
+# A change here changes 0.19.0's answer: only a fix of a 0.19.0 fact may, and then say so.
+DOCUMENT_0_19 = "11f970729215e5144d09d6aae42b9a9d6826c7e7dc0fdaae68611638423924f9"
+
+
+@pytest.fixture(scope="module", params=NEWER)
+def newer(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    srv = start_server(tmp_path_factory.mktemp("profile") / "hermes", "--hermes-version", request.param)
+    srv.version = request.param  # type: ignore[attr-defined]
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="module")
+def document(newer: RunningServer) -> dict[str, Any]:
+    answer = httpx.get(newer.url + "/openapi.json", timeout=10)
+    assert answer.status_code == 200
+    return answer.json()
+
+
+def _operation(document: dict[str, Any], path: str, method: str) -> dict[str, Any]:
+    return resolved(document["paths"][path][method], document)
+
+
+def test_the_default_document_is_0_19_0s_bytes(tmp_path: Path) -> None:
+    """§0: 0.19.0 stays the default, byte for byte; its document names none of the newer additions."""
+    srv = start_server(tmp_path / "hermes")
+    try:
+        body = httpx.get(srv.url + "/openapi.json", timeout=10).content
+    finally:
+        srv.stop()
+    assert hashlib.sha256(body).hexdigest() == DOCUMENT_0_19
+    for name in (b"pagination", b"message_order", b"\"Runtime\"", b"/model/options", b"/steer", b"gateway_auth"):
+        assert name not in body, name
+
+
+def test_the_document_lists_exactly_the_profiles_operations(newer: RunningServer, document: dict[str, Any]) -> None:
+    served = {(route.template, method) for route in build_routes(PROFILES[newer.version])  # type: ignore[attr-defined]
+              for method in route.methods}
+    assert {(path, method.upper()) for path, item in document["paths"].items() for method in item} == served
+    resolved(document["paths"], document)  # every $ref resolves (a missing one is a KeyError)
+
+
+def test_message_paging_is_documented(document: dict[str, Any]) -> None:
+    """§1.4 "GET /api/sessions/{id}/messages" [R V2 §B.7]: limit, offset, order; the pagination
+    block; 400 invalid_pagination."""
+    op = _operation(document, "/api/sessions/{session_id}/messages", "get")
+    query = {p["name"]: p for p in op["parameters"] if p["in"] == "query"}
+    assert set(query) == {"limit", "offset", "order"}
+    assert "500" in query["limit"]["description"] and "latest" in query["order"]["description"]
+    assert "invalid_pagination" in op["responses"]["400"]["description"]
+    page = op["responses"]["200"]["content"]["application/json"]["schema"]
+    assert page["properties"]["pagination"]["required"] == ["limit", "offset", "order", "returned"]
+    assert "pagination" in page["required"]
+
+
+def test_a_message_page_conforms(newer: RunningServer, document: dict[str, Any]) -> None:
+    sid = "openapi-page"
+    assert newer.client.post("/api/sessions", json={"id": sid}).status_code == 201
+    assert newer.client.post(f"/api/sessions/{sid}/chat", json={"message": "hi"}).status_code == 200
+    page = newer.client.get(f"/api/sessions/{sid}/messages?limit=1&order=latest").json()
+    assert page["pagination"] == {"limit": 1, "offset": 0, "order": "latest", "returned": 1}
+    assert schema_errors(document, "MessageList", page) == []
+    refused = newer.client.get(f"/api/sessions/{sid}/messages?order=sideways")
+    assert refused.status_code == 400 and schema_errors(document, "Error", refused.json()) == []
+
+
+def test_the_chat_runtime_block_is_documented_and_answered(newer: RunningServer, document: dict[str, Any]) -> None:
+    """§1.4 "POST /api/sessions/{id}/chat (changed)" [R V2 §B.9, §B.10]: `runtime` on the answer;
+    `require_model_lock` and 409 model_lock_unavailable."""
+    for path in ("/api/sessions/{session_id}/chat", "/api/sessions/{session_id}/chat/stream"):
+        op = _operation(document, path, "post")
+        assert "model_lock_unavailable" in op["responses"]["409"]["description"]
+        assert "require_model_lock" in op["requestBody"]["content"]["application/json"]["schema"]["properties"]
+    chat = _operation(document, "/api/sessions/{session_id}/chat", "post")
+    answer_schema = chat["responses"]["200"]["content"]["application/json"]["schema"]
+    assert "runtime" in answer_schema["required"]
+    assert answer_schema["properties"]["runtime"]["properties"]["route_source"]["enum"] == ["global",
+                                                                                            "session_model_lock"]
+    sid = "openapi-runtime"
+    assert newer.client.post("/api/sessions", json={"id": sid}).status_code == 201
+    answer = newer.client.post(f"/api/sessions/{sid}/chat", json={"message": "hi", "model": "anything"}).json()
+    assert answer["runtime"]["route_source"] == "global" and answer["runtime"]["requested"]["model"] == "anything"
+    assert schema_errors(document, "ChatCompletion", answer) == []
+
+
+def test_the_added_routes_are_documented_and_their_answers_conform(newer: RunningServer,
+                                                                    document: dict[str, Any]) -> None:
+    """§1.4 GET /api/model/options [R V2 §E, V4], POST /api/sessions/{id}/model [M #70950; R V2 §B.11],
+    POST /v1/runs/{id}/steer [M #85226]."""
+    assert _operation(document, "/api/model/options", "get")["parameters"][0]["name"] == "refresh"
+    assert "409" in _operation(document, "/api/sessions/{session_id}/model", "post")["responses"]
+    assert "200" in _operation(document, "/v1/runs/{run_id}/steer", "post")["responses"]
+    options = newer.client.get("/api/model/options").json()
+    assert schema_errors(document, "ModelOptions", options) == []
+    sid = "openapi-lock"
+    assert newer.client.post("/api/sessions", json={"id": sid}).status_code == 201
+    lock = newer.client.post(f"/api/sessions/{sid}/model", json={"model": options["model"]}).json()
+    assert schema_errors(document, "ModelLock", lock) == []
+
+
+def test_the_gateway_401_is_documented(newer: RunningServer, document: dict[str, Any]) -> None:
+    """§1.3 "Auth 401 envelope" [M #70169; R V2, V4]."""
+    described = _operation(document, "/api/sessions", "get")["responses"]["401"]["description"]
+    assert "gateway_auth_failed" in described and "gateway_auth_error" in described
+    answer = httpx.get(newer.url + "/api/sessions")
+    assert answer.json()["error"]["code"] == "gateway_auth_failed"
+
+
+def test_stop_is_documented_as_the_profile_answers_it(newer: RunningServer, document: dict[str, Any]) -> None:
+    """§1.4 "POST /v1/runs/{id}/stop (0.21, V3)" [B]: 0.21.2 answers a finished run with its status
+    and one not live here with 409 run_not_active; 0.20.4 as 0.19.0 does."""
+    responses = _operation(document, "/v1/runs/{run_id}/stop", "post")["responses"]
+    if newer.version == "0.21.2":  # type: ignore[attr-defined]
+        assert "run_not_active" in responses["409"]["description"]
+        assert responses["200"]["content"]["application/json"]["schema"]["properties"]["status"] == {"type": "string"}
+    else:
+        assert "409" not in responses
+        assert responses["200"]["content"]["application/json"]["schema"]["properties"]["status"] == {
+            "const": "stopping"}
