@@ -23,6 +23,7 @@ from hermes_server.domain.profiles import PROFILES
 from hermes_server.http.routing import Route
 from hermes_server.openapi.document import build_document
 from hermes_server.openapi.schemas import PARAMETERS, RESPONSES, SCHEMAS
+from hermes_server.routes import unserved
 from hermes_server.testing.control import Control
 from hermes_server.testing.inspector import build_inspector_routes
 from hermes_server.testing.routes import build_fixture_routes
@@ -172,6 +173,12 @@ def test_schemathesis_finds_no_5xx_and_no_schema_violation_on_a_newer_profile(tm
         expected = {"model_options", "session_model_lock", "run_steer", "session_messages", "session_chat",
                     "session_chat_stream", *(("runs", "run_stop") if version == "0.21.2" else ())}
         assert expected <= set(changed), changed
+        # 0.21.2's routes that are not served answer a documented 501 by design (as the platform
+        # route's 503 above), which the server-error check would flag; tests/api/test_runs_021.py
+        # and the battery cover them.
+        not_served = {route.name for route in (*unserved.browser_routes(PROFILES[version]),
+                                                *unserved.room_routes(PROFILES[version]))}
+        changed = [name for name in changed if name not in not_served]
         print(f"\n{version}: schemathesis on {', '.join(changed)}")
         _schemathesis(srv, tmp_path, build_routes(PROFILES[version]), changed)
     finally:
