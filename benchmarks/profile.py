@@ -89,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="hermes-profile-"))
     home = work / "home"
     dataset.copy_to(dataset.cached(args.size), home)
+    # The cached dataset is a 0.19.0 home: a newer profile (`-- --hermes-version V`) adds its columns first.
+    if "--hermes-version" in extra and "--migrate-home" not in extra:
+        extra = [*extra, "--migrate-home"]
     server = servers.start_hermes(home, PORT, *extra)
     try:
         ids = sample_ids(args.size, spread=workload.ids == EVERY)
