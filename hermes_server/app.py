@@ -60,7 +60,7 @@ from hermes_server.store.jobs import JobsFile
 from hermes_server.store.read_cache import ReadCache
 from hermes_server.store.responses import ResponseStore
 from hermes_server.store.runs_idempotency import RunKeyStore
-from hermes_server.store.schema import needed_columns
+from hermes_server.store.schema import needed_columns, needed_indexes
 from hermes_server.store.seeding import SessionRows
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ def security_checks(settings: Settings) -> dict[str, Check]:
 def state_db_preparer(settings: Settings, profile: Profile) -> migrate.Preparer:
     """How state.db is created or checked when it opens: with the columns the profile stores
     into, added to an existing file only under `--migrate-home` (store/migrate.py)."""
-    return migrate.Preparer(needed_columns(profile), settings.migrate_home, profile.version)
+    return migrate.Preparer(needed_columns(profile), settings.migrate_home, profile.version, needed_indexes(profile))
 
 
 class DatabaseMaker:

@@ -146,6 +146,8 @@ class Preparer:
     columns: tuple[Column, ...] = ()
     migrate_home: bool = False
     wanted_by: str = "0.19.0"
+    # The profile's own indexes over those columns (store/schema.py INDEXES).
+    indexes: tuple[str, ...] = ()
 
     def __call__(self, conn: sqlite3.Connection, path: Path) -> None:
         if blank(conn):
@@ -166,7 +168,7 @@ class Preparer:
                 conn.execute("COMMIT")
                 log.warning("added %s to %s (--migrate-home); schema_version unchanged",
                             ", ".join(column.label for column in missing), path)
-        for statement in HS_INDEXES:
+        for statement in (*HS_INDEXES, *self.indexes):
             conn.execute(statement)
 
 

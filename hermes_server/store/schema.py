@@ -58,6 +58,20 @@ def needed_columns(profile: Profile) -> tuple[Column, ...]:
     return tuple(column for addition, columns in COLUMNS.items() if addition in profile for column in columns)
 
 
+# Indexes of hermes-server's own (the `hs_` prefix of migrate.HS_INDEXES) that a profile's reads
+# need. The list back-fills every pinned row past its page: without this partial index each list
+# scanned the whole table for them (10k sessions: 1.5 ms of a 3.6 ms list; 13 µs with it).
+INDEXES: dict[Addition, tuple[str, ...]] = {
+    Addition.SESSION_FLAGS: ("CREATE INDEX IF NOT EXISTS hs_sessions_pinned ON sessions(pinned) WHERE pinned != 0",),
+}
+
+
+@cache
+def needed_indexes(profile: Profile) -> tuple[str, ...]:
+    """The statements creating the indexes the profile's reads need (after its columns exist)."""
+    return tuple(sql for addition, statements in INDEXES.items() if addition in profile for sql in statements)
+
+
 def _columns_of(conn: sqlite3.Connection, table: str) -> set[str]:
     return {row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')}
 

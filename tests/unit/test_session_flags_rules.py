@@ -63,3 +63,23 @@ def test_preparer_adds_columns_to_a_new_file_and_to_an_old_one_only_when_allowed
     assert missing_columns(conn, columns) == []
     assert conn.execute("SELECT version FROM schema_version").fetchone() == (22,)
     conn.close()
+
+
+def test_the_pinned_back_fill_seeks_an_index_instead_of_scanning_the_table(tmp_path: Path) -> None:
+    """Every 0.20+ list back-fills the pinned rows; on the flags' partial index that costs the
+    pinned rows, not the table (before it, a 10k-session list spent 1.5 ms scanning for them)."""
+    from hermes_server.domain.params import ListQuery
+    from hermes_server.store import listing
+    from hermes_server.store.schema import needed_indexes
+
+    assert needed_indexes(HERMES_0_19) == ()
+    path = tmp_path / "state.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    Preparer(needed_columns(HERMES_0_20), False, "0.20.4", needed_indexes(HERMES_0_20))(conn, path)
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    listing.reference_page_ids(conn, ListQuery(limit=50), reading_of(HERMES_0_20).on(conn), pinned_only=True)
+    conn.set_trace_callback(None)
+    plan = " | ".join(row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + statements[-1]))
+    assert "hs_sessions_pinned" in plan, plan
+    assert "SCAN s" not in plan.split(" | "), plan
