@@ -1,12 +1,16 @@
 """What a newer profile's additions change in the OpenAPI document of routes 0.19.0 already serves.
 
 A route a profile adds brings its own operation and components (routes/models.py `ADDED`). An
-addition that changes an existing route, such as message paging or the chat `runtime` block,
-changes its operation here instead: more query parameters, more answers (`AMENDED`), and
-components that replace 0.19.0's under the same name (`COMPONENTS`: `MessageList` gains
-`pagination`, `ChatCompletion` gains `runtime`). Both are data chosen once when the app is
-built, so a profile without the addition, 0.19.0 above all, gets its document unchanged, byte
-for byte. The behaviour and its sources are in docs/versions.md.
+addition that changes an existing route changes its operation here instead: more query and
+header parameters, more or other answers (`AMENDED`: message paging's 400, PATCH's
+`invalid_session_field`, steer's own 409, submit's `Idempotency-Key` and 409
+`idempotency_key_conflict`), and components that replace 0.19.0's under the same name
+(`COMPONENTS`: `MessageList` gains `pagination`, `ChatCompletion` `runtime`, `Session` the
+flags, `Capabilities` the `runs_idempotency` object). Submit's key is a component of its own,
+`RunIdempotencyKey`, since chat completions' `Idempotency-Key` keeps 0.19.0's rules. Both tables
+are data chosen once when the app is built, so a profile without the addition, 0.19.0 above
+all, gets its document unchanged, byte for byte. The behaviour and its sources are in
+docs/versions.md.
 """
 
 from __future__ import annotations
@@ -17,19 +21,23 @@ from typing import Any
 
 from hermes_server.domain.paging import MAX_LIMIT, ORDERS
 from hermes_server.domain.profiles import Addition, Profile
+from hermes_server.domain.run_keys import MAX_KEY_LENGTH
+from hermes_server.domain.session_flags import SHOWN_FLAGS
 from hermes_server.http.routing import Method, Route
 from hermes_server.openapi.models_schemas import MODEL_LOCK_COMPONENTS
-from hermes_server.openapi.schemas import RESPONSES, SCHEMAS, ref
+from hermes_server.openapi.schemas import PARAMETERS, RESPONSES, SCHEMAS, ref
 
 
 @dataclass(frozen=True)
 class Amendment:
-    """More query parameters and answers for one method of one route (by the route's name)."""
+    """More query and header parameters, and answers, for one method of one route (by the route's
+    name); an answer named under a status the route already has replaces it."""
 
     route: str
     method: str
     query: tuple[str, ...] = ()
     responses: Mapping[int, str] = field(default_factory=dict)
+    headers: tuple[str, ...] = ()
 
 
 def _json(description: str, schema: str) -> dict[str, Any]:
@@ -124,6 +132,105 @@ _STOP_SETTLED: dict[str, dict[str, Any]] = {
     },
 }
 
+_BOOLEAN = {"type": "boolean"}
+
+
+def _placed(keys: Iterable[str], new: Iterable[str], before: str) -> list[str]:
+    listed = list(keys)
+    at = listed.index(before)
+    return [*listed[:at], *new, *listed[at:]]
+
+
+def _flagged(schema: str) -> dict[str, Any]:
+    """0.19.0's session schema `schema` with the flags, required, where the answers put them."""
+    base = SCHEMAS[schema]
+    keys = _placed(base["properties"], SHOWN_FLAGS, "has_system_prompt")
+    return {**base, "properties": {key: base["properties"].get(key, _BOOLEAN) for key in keys},
+            "required": _placed(base["required"], SHOWN_FLAGS, "has_system_prompt")}
+
+
+_FLAGS: dict[str, dict[str, Any]] = {
+    "schemas": {
+        "Session": _flagged("Session"),
+        "SessionListItem": _flagged("SessionListItem"),
+        "PatchSession": _with("PatchSession", {
+            **{flag: {**_BOOLEAN, "description": "Set on every session of the compression lineage."}
+               for flag in SHOWN_FLAGS},
+            "unread": {**_BOOLEAN, "description": "true: unread (the read watermark cleared); false: read now. "
+                                                  "Set on every session of the compression lineage."},
+        }, required=False),
+    },
+    "responses": {
+        "SessionList": _json("One page of sessions, archived and hidden ones left out; pinned sessions ranked "
+                             "past the page follow it, in activity order, and `has_more` counts only the "
+                             "unpinned rows against `limit`.", "SessionList"),
+        "InvalidSessionPatch": _json("Invalid JSON, a body that is not an object, a field PATCH does not take "
+                                     "(`unsupported_session_field`), or a flag that is not a JSON boolean "
+                                     "(`invalid_session_field`, \"'pinned' must be a boolean\").", "Error"),
+    },
+}
+
+# 0.21.2 steers too (RUN_STEER comes first in COMPONENTS): its status is the steered one, which
+# may also read `interrupted` (a kept run whose process is gone).
+_STEERED_STATUS = _with("RunStatus", {"pending_steer": {
+    "type": "string", "description": "Steer text the agent never received (newline-joined)."}}, required=False)
+_KEPT_STATUS = {**_STEERED_STATUS, "properties": {
+    **_STEERED_STATUS["properties"],
+    "status": {"enum": [*SCHEMAS["RunStatus"]["properties"]["status"]["enum"], "interrupted"]}}}
+
+_STEER: dict[str, dict[str, Any]] = {
+    "schemas": {"RunStatus": _STEERED_STATUS},
+    "responses": {
+        "InvalidSteerInput": _json("Invalid JSON, a body that is not an object, or no non-blank text in `input`, "
+                                   "`message` or `text` (`invalid_steer_input`).", "Error"),
+        "SteerRefused": _json("The run is not running (`run_not_accepting_steer`), or it ended while the text "
+                              "was read (`steer_not_accepted`).", "Error"),
+    },
+}
+
+_STREAM_RUNS: dict[str, dict[str, Any]] = {
+    "parameters": {
+        "run_id": {**PARAMETERS["run_id"], "description": "A run of POST /v1/runs, or a session stream's (the "
+                                                          "`run_id` of its `run.started`): its status, stop and "
+                                                          "steer reach either."},
+    },
+    "responses": {
+        "RunStatus": {**RESPONSES["RunStatus"], "description": "The status of a submitted run or of a session "
+                      "stream's; keys appear in the order they were first set."},
+    },
+}
+
+_IDEMPOTENCY: dict[str, dict[str, Any]] = {
+    "parameters": {
+        "RunIdempotencyKey": {"name": "Idempotency-Key", "in": "header", "description": (
+            f"At most {MAX_KEY_LENGTH} visible ASCII characters (empty: no key). A retry with the same body "
+            "and X-Hermes-Session-Key replays the run it admitted, for a day after that run settles and "
+            "across restarts; another request with it is a 409."),
+            "schema": {"type": "string", "maxLength": MAX_KEY_LENGTH, "pattern": "^[!-~]*$"}},
+    },
+    "schemas": {
+        "RunStatus": _KEPT_STATUS,
+        "Capabilities": _with("Capabilities", {"features": {
+            **SCHEMAS["Capabilities"]["properties"]["features"], "required": ["runs_idempotency"],
+            "properties": {"runs_idempotency": {
+                "type": "object", "additionalProperties": False,
+                "required": ["supported", "durable", "retention_seconds"],
+                "properties": {"supported": _BOOLEAN, "durable": _BOOLEAN, "retention_seconds": _COUNT},
+                "description": "`durable`: whether runs_idempotency.db could be opened."}}}}, required=False),
+    },
+    "responses": {
+        "RunStarted": {**_json("The run is registered and its turn started (`replayed` false), or, for a "
+                               "replayed Idempotency-Key, the run it admitted with its status now.", "RunStarted"),
+                       "headers": {"Idempotency-Replayed": {"description": "`true` on a replay, else absent.",
+                                                            "schema": {"const": "true"}}}},
+        "RunBadRequest": _json("Invalid JSON, a body that is not an object, an invalid field, or an "
+                               "Idempotency-Key that is not 1-255 visible ASCII characters "
+                               "(`invalid_idempotency_key`).", "Error"),
+        "IdempotencyKeyConflict": _json("The Idempotency-Key was used with another body or X-Hermes-Session-Key "
+                                        "(`idempotency_key_conflict`).", "Error"),
+    },
+}
+
 _CHAT = ("session_chat", "session_chat_stream")
 
 AMENDED: dict[Addition, tuple[Amendment, ...]] = {
@@ -131,6 +238,10 @@ AMENDED: dict[Addition, tuple[Amendment, ...]] = {
                                                                      "message_order"), {400: "InvalidPagination"}),),
     Addition.CHAT_RUNTIME: tuple(Amendment(route, "POST", responses={409: "ModelLockUnavailable"}) for route in _CHAT),
     Addition.RUN_STOP_SETTLED: (Amendment("run_stop", "POST", responses={409: "RunNotActive"}),),
+    Addition.SESSION_FLAGS: (Amendment("session", "PATCH", responses={400: "InvalidSessionPatch"}),),
+    Addition.RUN_STEER: (Amendment("run_steer", "POST", responses={400: "InvalidSteerInput", 409: "SteerRefused"}),),
+    Addition.RUN_IDEMPOTENCY: (Amendment("runs", "POST", headers=("RunIdempotencyKey",), responses={
+        400: "RunBadRequest", 409: "IdempotencyKeyConflict"}),),
 }
 
 COMPONENTS: dict[Addition, dict[str, dict[str, Any]]] = {
@@ -138,6 +249,10 @@ COMPONENTS: dict[Addition, dict[str, dict[str, Any]]] = {
     Addition.CHAT_RUNTIME: _RUNTIME_COMPONENTS,
     Addition.GATEWAY_AUTH: _GATEWAY_AUTH,
     Addition.RUN_STOP_SETTLED: _STOP_SETTLED,
+    Addition.SESSION_FLAGS: _FLAGS,
+    Addition.RUN_STEER: _STEER,
+    Addition.SESSION_STREAM_RUNS: _STREAM_RUNS,
+    Addition.RUN_IDEMPOTENCY: _IDEMPOTENCY,
 }
 
 
@@ -147,7 +262,8 @@ def _amend(route: Route, amendments: Iterable[Amendment]) -> Route:
         method = methods[change.method]
         op = method.operation
         methods[change.method] = Method(method.endpoint, replace(
-            op, query=(*op.query, *change.query), responses={**op.responses, **change.responses}))
+            op, query=(*op.query, *change.query), headers=(*op.headers, *change.headers),
+            responses={**op.responses, **change.responses}))
     return Route(route.name, route.template, methods, route.errors)
 
 

@@ -148,11 +148,4 @@ RUN_REPLAYED_COMPONENTS: dict[str, dict[str, Any]] = {
                                                           "interrupted"]},
                                       "replayed": {"type": "boolean"}}},
     },
-    "parameters": {
-        "Idempotency-Key": {"name": "Idempotency-Key", "in": "header",
-                            "description": "1-255 visible ASCII characters: a retry with the same body replays the "
-                                           "run it admitted (for a day, across restarts); another body is a 409.",
-                            "schema": {"type": "string", "minLength": 1, "maxLength": 255,
-                                       "pattern": "^[!-~]+$"}},
-    },
 }

@@ -306,7 +306,8 @@ def routes(profile: Profile = HERMES_0_19) -> list[Route]:
                            **({409: "Conflict"} if durable else {}), 429: "TooManyRuns", **AUTH_ERRORS},
                 capability="runs", features=("run_submission", *(("runs_idempotency",) if durable else ())),
                 body="RunRequest",
-                headers=("X-Hermes-Session-Key", *(("Idempotency-Key",) if durable else ())))),
+                # 0.21.2's durable Idempotency-Key is documented as its addition (openapi/additions.py).
+                headers=("X-Hermes-Session-Key",))),
         }),
         Route("run_status", "/v1/runs/{run_id}", {
             "GET": Method(run_status, Operation(
