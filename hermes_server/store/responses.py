@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from hermes_server.domain.titles import has_lone_surrogate
+from hermes_server.store.files import owner_only
 
 log = logging.getLogger("hermes_server.store")
 
@@ -73,12 +74,7 @@ class ResponseStore:
             conn.execute(_RESPONSES_DDL)
             conn.execute(_CONVERSATIONS_DDL)
         else:
-            for candidate in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm")):
-                try:
-                    if candidate.exists():
-                        candidate.chmod(0o600)
-                except OSError:
-                    pass
+            owner_only(self.path)
         self._conn = conn
 
     async def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from hermes_server.domain.run_keys import RETENTION_SECONDS, SETTLED
+from hermes_server.store.files import owner_only
 
 log = logging.getLogger("hermes_server.store")
 
@@ -149,12 +150,7 @@ class RunKeyStore:
             conn.execute(_TABLE_DDL)
             conn.execute(_INDEX_DDL)
         else:
-            for candidate in (self.path, Path(f"{self.path}-wal"), Path(f"{self.path}-shm")):
-                try:
-                    if candidate.exists():
-                        candidate.chmod(0o600)
-                except OSError:
-                    pass
+            owner_only(self.path)
         self._conn = conn
 
     def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
