@@ -44,7 +44,7 @@ def test_make_test_passes_pytest_arguments_on_and_shows_the_slowest() -> None:
     line = dry_run("test", "-o", ".venv-upstream/.installed", "ARGS=-k fork -x").splitlines()[-1]
     assert line.startswith("HERMES_UPSTREAM_VENV=") and line.endswith("--durations=15 -n 2 -k fork -x")
     fast = dry_run("test-fast").splitlines()[-1]
-    assert '-m "not slow and not interop and not container"' in fast and "-n 3" in fast
+    assert '-m "not slow and not interop and not container"' in fast and "-n 4" in fast
 
 
 def test_make_test_brings_the_browser_the_inspector_tests_need() -> None:
