@@ -6,7 +6,9 @@ They hold conversations and run statuses, as state.db does, so they get the key 
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
+from typing import Literal
 
 
 def owner_only(path: Path) -> None:
@@ -17,3 +19,25 @@ def owner_only(path: Path) -> None:
                 candidate.chmod(0o600)
         except OSError:
             pass  # some mounts have no modes: the database still works
+
+
+def open_side_store(path: Path, ddl: tuple[str, ...], *, timeout: float = 5.0,
+                    autocommit: bool = False) -> tuple[sqlite3.Connection, str | None]:
+    """`path` opened in WAL with its tables, owner-only; or, when the home cannot hold it (as
+    upstream does: the API keeps working), an in-memory database with the same tables.
+    Returns the connection and, for the fallback, the name of the error that caused it."""
+    isolation: Literal["DEFERRED"] | None = None if autocommit else "DEFERRED"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(path, timeout, check_same_thread=False, isolation_level=isolation)
+        conn.execute("PRAGMA journal_mode=WAL")
+        for statement in ddl:
+            conn.execute(statement)
+        conn.commit()
+    except (OSError, sqlite3.Error) as exc:
+        conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=isolation)
+        for statement in ddl:
+            conn.execute(statement)
+        return conn, type(exc).__name__
+    owner_only(path)
+    return conn, None

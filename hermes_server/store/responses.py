@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from hermes_server.domain.titles import has_lone_surrogate
-from hermes_server.store.files import owner_only
+from hermes_server.store.files import open_side_store
 
 log = logging.getLogger("hermes_server.store")
 
@@ -61,20 +61,9 @@ class ResponseStore:
         self._thread.submit(self._open).result()
 
     def _open(self) -> None:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute(_RESPONSES_DDL)
-            conn.execute(_CONVERSATIONS_DDL)
-            conn.commit()
-        except (OSError, sqlite3.Error) as exc:  # as upstream: the API still works, from memory
-            log.warning("response_store.db cannot be opened (%s); responses are kept in memory", type(exc).__name__)
-            conn = sqlite3.connect(":memory:", check_same_thread=False)
-            conn.execute(_RESPONSES_DDL)
-            conn.execute(_CONVERSATIONS_DDL)
-        else:
-            owner_only(self.path)
+        conn, failure = open_side_store(self.path, (_RESPONSES_DDL, _CONVERSATIONS_DDL))
+        if failure is not None:  # as upstream: the API still works, from memory
+            log.warning("response_store.db cannot be opened (%s); responses are kept in memory", failure)
         self._conn = conn
 
     async def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from hermes_server.domain.run_keys import RETENTION_SECONDS, SETTLED
-from hermes_server.store.files import owner_only
+from hermes_server.store.files import open_side_store
 
 log = logging.getLogger("hermes_server.store")
 
@@ -136,21 +136,11 @@ class RunKeyStore:
         self._thread.submit(self._open).result()
 
     def _open(self) -> None:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, check_same_thread=False, timeout=30, isolation_level=None)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute(_TABLE_DDL)
-            conn.execute(_INDEX_DDL)
-        except (OSError, sqlite3.Error) as exc:  # as upstream: replays still work, until a restart
+        conn, failure = open_side_store(self.path, (_TABLE_DDL, _INDEX_DDL), timeout=30, autocommit=True)
+        if failure is not None:  # as upstream: replays still work, until a restart
             log.warning("runs_idempotency.db cannot be opened (%s); Idempotency-Key replays are kept in memory "
-                        "and do not survive a restart", type(exc).__name__)
+                        "and do not survive a restart", failure)
             self.durable = False
-            conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
-            conn.execute(_TABLE_DDL)
-            conn.execute(_INDEX_DDL)
-        else:
-            owner_only(self.path)
         self._conn = conn
 
     def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
