@@ -1,4 +1,4 @@
-"""Session flags (0.20.4 and up): what PATCH accepts, how a row shows them, and `has_more`.
+"""Session flags (0.20.4 and up): what PATCH accepts, which a row shows, and `has_more`.
 
 0.20.4's `_session_response` adds `pinned`, `archived` and `hidden` after `_lineage_root_id`,
 each coerced from SQLite's 0/1 to a JSON boolean and, like every key, only when the row has
@@ -42,11 +42,6 @@ def flag_changes(body: Mapping[str, Any]) -> dict[str, bool]:
                 raise NotABoolean(field)
             changes[field] = value
     return changes
-
-
-def shown_flags(row: Mapping[str, Any]) -> dict[str, bool]:
-    """The flags the row has columns for, as booleans (a NULL reads false, as `bool(None)`)."""
-    return {key: bool(row[key]) for key in SHOWN_FLAGS if key in row}
 
 
 def has_more(rows: Sequence[Mapping[str, Any]], limit: int) -> bool:

@@ -10,7 +10,8 @@ import pytest
 
 from hermes_server.domain.errors import SchemaMismatch
 from hermes_server.domain.profiles import HERMES_0_19, HERMES_0_20, HERMES_0_21
-from hermes_server.domain.session_flags import NotABoolean, flag_changes, has_more, shown_flags
+from hermes_server.domain.projection import session_projection
+from hermes_server.domain.session_flags import NotABoolean, flag_changes, has_more
 from hermes_server.store.migrate import Preparer, check_existing, prepare
 from hermes_server.store.schema import Reading, missing_columns, needed_columns, reading_of, shape
 
@@ -21,8 +22,14 @@ def test_flag_changes_take_booleans_only_and_name_the_first_refused() -> None:
         flag_changes({"hidden": 1, "archived": "yes"})  # checked in PATCH_FLAGS order: archived first
 
 
-def test_shown_flags_and_has_more() -> None:
-    assert shown_flags({"pinned": 1, "archived": 0, "title": "x"}) == {"pinned": True, "archived": False}
+def test_projected_flags_and_has_more() -> None:
+    row = {"id": "s", "title": "x", "archived": 0, "pinned": 1, "hidden": None, "system_prompt": "p"}
+    shown = session_projection(row, flags=True)
+    # Upstream's order: the allowlisted keys, then pinned/archived/hidden (those the row has), then has_*.
+    assert list(shown) == ["id", "title", "pinned", "archived", "hidden", "has_system_prompt", "has_model_config"]
+    assert (shown["pinned"], shown["archived"], shown["hidden"]) == (True, False, False)
+    assert session_projection({"id": "s", "pinned": 1}, flags=True)["pinned"] is True
+    assert "pinned" not in session_projection(row)  # 0.19.0 shows no flags
     rows = [{"pinned": 0}, {"pinned": 1}, {"pinned": 0}]
     assert has_more(rows, 2) is True and has_more(rows, 3) is False
 
