@@ -185,16 +185,20 @@ class Bench:
         rounds: dict[str, list[dict[str, Any]]] = {server.name: [] for server in targets}
         for turn in range(self.args.rounds):
             for server in targets[turn % len(targets):] + targets[:turn % len(targets)]:
+                offset = server.log_size()
                 result = self.drive(server, list(route.calls), ids, connections, self.args.seconds,
                                     same_id=len(route.calls) > 1)
                 cell = result.as_dict()
+                if result.bad_status:
+                    cell["refused"] = dict(server.refused_since(offset).most_common())
                 if route.reported is not None:
                     cell["cycle_rps"], cell["rps"] = cell["rps"], round(result.rps * route.share, 1)
                 rounds[server.name].append(cell)
                 self.log(f"  {size:>7} {route.name:<16} c={connections:<3} {server.name:<20} "
                          f"{cell['rps']:9.1f} req/s  p50 {result.p50_ms:8.2f} ms  p99 {result.p99_ms:8.2f} ms"
                          + (f"  ERRORS {result.errors}+{result.bad_status}"
-                            if result.errors or result.bad_status else ""))
+                            if result.errors or result.bad_status else "")
+                         + "".join(f"; {count} × {line}" for line, count in cell.get("refused", {}).items()))
         row: dict[str, Any] = {}
         for name, cells in rounds.items():
             median = statistics.median_low(cell["rps"] for cell in cells)

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +24,8 @@ UPSTREAM_KEY = "oracle-test-key-0123456789abcdef"
 REPO = Path(__file__).resolve().parent.parent
 # The oracle scripts beside the checkout (../shared/oracle), unless HERMES_ORACLE_DIR names them.
 ORACLE_DIR = Path(os.environ.get("HERMES_ORACLE_DIR") or REPO.parent / "shared" / "oracle")
+# One line of hermes-server's access log: "… hermes_server.access: GET /api/sessions 200 0.6ms …".
+_ACCESS = re.compile(r"hermes_server\.access: (?P<method>[A-Z]+) (?P<route>\S+) (?P<status>\d{3}) ")
 
 
 @dataclass
@@ -34,6 +38,27 @@ class Server:
     pid: int
     stop_command: list[str] | None = None
     process: subprocess.Popen | None = None
+    log: Path | None = None  # hermes-server's output, access lines included
+
+    def log_size(self) -> int:
+        """Where the log ends now (0 without one), for `refused_since`."""
+        return self.log.stat().st_size if self.log is not None and self.log.exists() else 0
+
+    def refused_since(self, offset: int) -> Counter[str]:
+        """The access lines answered 4xx or 5xx that the log gained after byte `offset`, as
+        "GET /api/sessions 503" counts: a run's unexpected statuses, by route and status (the
+        access log names the route template, never a session's text)."""
+        if self.log is None or not self.log.exists():
+            return Counter()
+        with self.log.open("rb") as handle:
+            handle.seek(offset)
+            tail = handle.read()
+        found: Counter[str] = Counter()
+        for line in tail.decode("utf-8", "replace").splitlines():
+            access = _ACCESS.search(line)
+            if access and access["status"][0] in "45":
+                found[f"{access['method']} {access['route']} {access['status']}"] += 1
+        return found
 
     def rss_kb(self) -> tuple[int, int]:
         """(current RSS, peak RSS) in kB, from /proc."""
@@ -87,7 +112,7 @@ def start_hermes(home: Path, port: int, *extra: str) -> Server:
                       "--port", str(port), "--api-key", HERMES_KEY, *extra], log)
     url = f"http://127.0.0.1:{port}"
     wait_health(url, process, log)
-    return Server("hermes-server", url, HERMES_KEY, process.pid, process=process)
+    return Server("hermes-server", url, HERMES_KEY, process.pid, process=process, log=log)
 
 
 def profiled_name(version: str) -> str:

@@ -6,9 +6,11 @@ measuring anything.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from benchmarks import report
+from benchmarks.servers import Server
 from benchmarks.workloads import WORKLOADS
 
 
@@ -56,3 +58,18 @@ def test_no_flag_when_every_route_holds() -> None:
     assert target_row(text, "create").endswith("| yes |")  # 200× upstream
     assert target_row(text, "get").endswith("| yes |")  # 95% of the ceiling at 1 and 32 connections
     assert target_row(text, "list (limit 50)").endswith("| yes |")
+
+
+def test_a_run_with_unexpected_statuses_names_them_from_the_access_log(tmp_path: Path) -> None:
+    log = tmp_path / "hermes.log"
+    log.write_text("2026-12-02 16:37:34,290 INFO hermes_server.access: GET /api/sessions 200 0.6ms session=-\n")
+    server = Server("hermes-server", "http://127.0.0.1:1", None, 0, log=log)
+    start = server.log_size()
+    with log.open("a") as out:
+        out.write("2026-12-02 16:37:35,001 INFO hermes_server.access: GET /api/sessions 503 0.6ms session=-\n"
+                  "2026-12-02 16:37:35,002 INFO hermes_server.access: PATCH /api/sessions/{session_id} 200 1.0ms\n"
+                  "2026-12-02 16:37:35,003 INFO hermes_server.access: GET /api/sessions 503 0.7ms session=-\n"
+                  "2026-12-02 16:37:35,004 WARNING hermes_server.store: busy for 2.0 s\n"
+                  "2026-12-02 16:37:35,005 INFO hermes_server.access: PATCH /api/sessions/{session_id} 409 1.0ms\n")
+    assert server.refused_since(start) == {"GET /api/sessions 503": 2, "PATCH /api/sessions/{session_id} 409": 1}
+    assert Server("upstream", "http://127.0.0.1:1", None, 0).refused_since(0) == {}
