@@ -17,7 +17,8 @@ from types import MappingProxyType
 
 from hermes_server.domain.run_keys import RETENTION_SECONDS
 
-# A flag's value: a boolean, a header name, or (0.21) an object.
+# A flag's value: a boolean, a header name, or (0.21) an object (read-only mappings and tuples,
+# answered as JSON objects and arrays).
 Features = tuple[tuple[str, bool | str | Mapping[str, object]], ...]
 
 # 0.19.0's feature flags, in its order, with the value each has when served.
@@ -59,13 +60,41 @@ FEATURES_0_20: Features = (
     *FEATURES_0_19[15:],
 )
 
-# 0.21.2's: `runs_idempotency` (an object) after `run_submission`, as the V4 probe's full JSON
-# lists it; `durable` says whether runs_idempotency.db could be opened (routes/discovery.py).
+# 0.21.2's `browser_extension_control` as the V4 probe shows it with no browser extension
+# configured (`enabled: false`), which is what hermes-server has: its routes answer 501 here.
+BROWSER_EXTENSION_CONTROL: Mapping[str, object] = MappingProxyType({
+    "enabled": False,
+    "protocol_version": 1,
+    "capabilities": ("browser_back", "browser_click", "browser_navigate", "browser_press", "browser_screenshot",
+                     "browser_scroll", "browser_snapshot", "browser_tab_activate", "browser_tabs", "browser_type",
+                     "controller.noop"),
+    "artifact_capabilities": ("browser_artifact_download", "browser_artifact_upload"),
+    "developer_capabilities": ("browser_cdp", "browser_evaluate"),
+    "developer_mode": False,
+    "artifact_transport": MappingProxyType({
+        "upload": MappingProxyType({"method": "POST", "path": "/v1/artifacts/upload"}),
+        "download": MappingProxyType({"method": "GET", "path": "/v1/artifacts/download/{artifact_id}"}),
+        "max_bytes": 10485760,
+        "ttl_seconds": 300.0,
+        "allowed_mime_types": ("application/json", "application/pdf", "image/gif", "image/jpeg", "image/png",
+                               "image/webp", "text/plain"),
+    }),
+    "real_browser_actions": True,
+    "transports": MappingProxyType({"local_vps": "websocket-subprotocol-ticket",
+                                    "cloud": "authenticated-gateway-rpc"}),
+})
+
+# 0.21.2's: `runs_idempotency` (an object) after `run_submission`, and `browser_extension_control`
+# after `cors`, as the V4 probe's full JSON lists them; `durable` says whether runs_idempotency.db
+# could be opened (routes/discovery.py). `cors` holds its place here: the server's configuration
+# sets its value (every release appends it after the header names).
 FEATURES_0_21: Features = (
     *FEATURES_0_20[:5],
     ("runs_idempotency", MappingProxyType({"supported": True, "durable": True,
                                            "retention_seconds": RETENTION_SECONDS})),
     *FEATURES_0_20[5:],
+    ("cors", False),
+    ("browser_extension_control", BROWSER_EXTENSION_CONTROL),
 )
 
 # Endpoint names in each release's order; served names not listed come last.
@@ -81,6 +110,8 @@ ENDPOINTS_0_20 = (
     "session_create", "session", "session_update", "session_delete", "session_messages", "session_fork",
     "session_chat", "session_chat_stream", "session_model_lock",
 )
+ENDPOINTS_0_21 = (*ENDPOINTS_0_20, "browser_control_register", "browser_control_ws", "artifact_upload",
+                  "artifact_download")
 
 
 class Addition(Enum):
@@ -148,7 +179,7 @@ _SINCE_0_20 = frozenset({Addition.GATEWAY_AUTH, Addition.MODEL_OPTIONS, Addition
 
 HERMES_0_19 = Profile("0.19.0")
 HERMES_0_20 = Profile("0.20.4", FEATURES_0_20, ENDPOINTS_0_20, _SINCE_0_20)
-HERMES_0_21 = Profile("0.21.2", FEATURES_0_21, ENDPOINTS_0_20, _SINCE_0_20 | {
+HERMES_0_21 = Profile("0.21.2", FEATURES_0_21, ENDPOINTS_0_21, _SINCE_0_20 | {
     Addition.RUN_STOP_SETTLED, Addition.RUN_SUBMIT_REPLAYED, Addition.RUN_IDEMPOTENCY, Addition.UNSERVED_0_21})
 
 PROFILES: dict[str, Profile] = {p.version: p for p in (HERMES_0_19, HERMES_0_20, HERMES_0_21)}

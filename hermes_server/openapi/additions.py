@@ -211,12 +211,18 @@ _IDEMPOTENCY: dict[str, dict[str, Any]] = {
     "schemas": {
         "RunStatus": _KEPT_STATUS,
         "Capabilities": _with("Capabilities", {"features": {
-            **SCHEMAS["Capabilities"]["properties"]["features"], "required": ["runs_idempotency"],
+            **SCHEMAS["Capabilities"]["properties"]["features"],
+            "required": ["runs_idempotency", "browser_extension_control"],
             "properties": {"runs_idempotency": {
                 "type": "object", "additionalProperties": False,
                 "required": ["supported", "durable", "retention_seconds"],
                 "properties": {"supported": _BOOLEAN, "durable": _BOOLEAN, "retention_seconds": _COUNT},
-                "description": "`durable`: whether runs_idempotency.db could be opened."}}}}, required=False),
+                "description": "`durable`: whether runs_idempotency.db could be opened."},
+                "browser_extension_control": {
+                    "type": "object", "required": ["enabled", "protocol_version"],
+                    "properties": {"enabled": {"const": False}, "protocol_version": {"const": 1}},
+                    "description": "0.21.2's browser control, as upstream shows it with no extension "
+                                   "configured: not enabled (its routes answer 501 here)."}}}}, required=False),
     },
     "responses": {
         "RunStarted": {**_json("The run is registered and its turn started (`replayed` false), or, for a "

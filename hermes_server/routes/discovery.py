@@ -123,8 +123,13 @@ def _rank(order: tuple[str, ...]) -> Callable[[str], tuple[int, str]]:
 
 
 def _value(value: Any) -> Any:
-    """A flag's value as answered (an object flag is a fresh dict, so an answer may adjust it)."""
-    return dict(value) if isinstance(value, Mapping) else value
+    """A flag's value as answered: profile data is read-only mappings and tuples, answered as fresh
+    dicts and lists (so an answer may adjust its copy, as `durable` below)."""
+    if isinstance(value, Mapping):
+        return {key: _value(item) for key, item in value.items()}
+    if isinstance(value, tuple):
+        return [_value(item) for item in value]
+    return value
 
 
 def capabilities_body(routes: Iterable[Route], *, model: str, key_required: bool, cors: bool,
@@ -135,7 +140,7 @@ def capabilities_body(routes: Iterable[Route], *, model: str, key_required: bool
     provided = {feature for _, _, op in served for feature in op.features}
     features: dict[str, Any] = {name: (_value(value) if name in provided else False)
                                 for name, value in profile.features}
-    features["cors"] = cors
+    features["cors"] = cors  # in its place when the profile lists it (0.21.2), else last
     endpoints = {op.capability: {"method": method, "path": route.template}
                  for route, method, op in served if op.capability}
     return {

@@ -4,8 +4,10 @@ Upstream's 0.21.2 table (the V4 probe) has them; their behaviour needs a real br
 extension, an artifact store and hosted rooms, which this server has none of. So a client
 gets an honest answer instead of a 404 that reads as "older Hermes": the key is checked
 first (the profile's 401), then 501 `not_implemented`, naming the route and where it is
-written down (docs/differences.md). They are in the OpenAPI document of that profile and
-advertised in no capability (`/v1/capabilities` lists only what works).
+written down (docs/differences.md). They are in the OpenAPI document of that profile.
+`/v1/capabilities` advertises the browser and artifact routes as 0.21.2 does when no browser
+extension is configured: their four endpoints, and `browser_extension_control` with
+`enabled: false` (true of this server). Upstream advertises no room-member route.
 """
 
 from __future__ import annotations
@@ -40,17 +42,22 @@ async def not_implemented(request: Request, ctx: AppContext) -> Response:
                         "(see docs/differences.md)", "not_implemented", type_="server_error")
 
 
-def _routes(table: tuple[tuple[str, str, str, str], ...]) -> list[Route]:
+def _routes(table: tuple[tuple[str, str, str, str], ...], *, advertised: bool) -> list[Route]:
+    """The routes of `table`; `advertised`: under their names in `endpoints`, the first one making
+    `browser_extension_control` appear (its value, `enabled: false`, is profile data)."""
     return [Route(name, path, {method: Method(not_implemented, Operation(
         summary=f"Not served here ({what} in Hermes 0.21.2): 501",
-        responses={501: "NotImplemented", **AUTH_ERRORS}))}) for name, method, path, what in table]
+        responses={501: "NotImplemented", **AUTH_ERRORS},
+        capability=name if advertised else None,
+        features=("browser_extension_control",) if advertised and i == 0 else ()))})
+        for i, (name, method, path, what) in enumerate(table)]
 
 
 def browser_routes(profile: Profile) -> list[Route]:
     """Browser control and artifacts (after capabilities in upstream's table), in a profile that has them."""
-    return _routes(_BROWSER) if Addition.UNSERVED_0_21 in profile else []
+    return _routes(_BROWSER, advertised=True) if Addition.UNSERVED_0_21 in profile else []
 
 
 def room_routes(profile: Profile) -> list[Route]:
     """Room members (after the jobs in upstream's table), in a profile that has them."""
-    return _routes(_ROOMS) if Addition.UNSERVED_0_21 in profile else []
+    return _routes(_ROOMS, advertised=False) if Addition.UNSERVED_0_21 in profile else []

@@ -238,7 +238,7 @@ def test_capabilities_conform_and_0_21_documents_runs_idempotency(newer: Running
     answer = newer.client.get("/v1/capabilities").json()
     assert schema_errors(document, "Capabilities", answer) == []
     if _is_0_21(newer):
-        assert features["required"] == ["runs_idempotency"]
+        assert features["required"] == ["runs_idempotency", "browser_extension_control"]
         assert features["properties"]["runs_idempotency"]["required"] == ["supported", "durable",
                                                                          "retention_seconds"]
         assert answer["features"]["runs_idempotency"]["durable"] is True
