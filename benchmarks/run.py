@@ -63,11 +63,15 @@ def sample_ids(count: int, spread: bool = False) -> list[str]:
 
 
 def route_available(server: servers.Server, workload: Workload) -> bool:
-    """False when hermes-server does not serve one of the calls yet (framework 404, not a JSON 404)."""
-    headers = {"Authorization": f"Bearer {server.key}"}
+    """False when hermes-server does not serve one of the calls yet (framework 404, not a JSON 404).
+
+    The probe writes nothing: its body is not JSON (a 400) and its session does not exist (a 404).
+    A `{}` body once created a session on the measured server alone, which then led its list
+    page, so the changing list PATCHed an id the compared servers' copies lacked (404s)."""
+    headers = {"Authorization": f"Bearer {server.key}", "Content-Type": "application/json"}
     for call in workload.calls:
         path = call.path.replace("{id}", "no-such-session-for-probe")
-        answer = httpx.request(call.method, server.url + path, headers=headers, content=b"{}", timeout=10)
+        answer = httpx.request(call.method, server.url + path, headers=headers, content=b"not json", timeout=10)
         if answer.text.startswith("404: Not Found"):
             return False
     return True
