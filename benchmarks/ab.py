@@ -1,0 +1,178 @@
+"""Version profiles against 0.19.0, one request cycle at a time: `python -m benchmarks.ab`.
+
+`benchmarks.run --compare-versions` measures each profile with wrk for seconds at a time, the
+servers in turn. On a shared 2-core machine one server's req/s then swings by ±15–30% from one
+run to the next (the machine's speed drifts over seconds), so five rounds cannot tell a 10%
+difference from noise. This measures the one-connection case so that drift cancels: servers
+of every profile, each over its own copy of the same dataset, are driven in lock step, one
+route cycle (a plain route's request, or a changing variant's PATCH and GET) on each server
+in turn, the order rotating every cycle, over one kept-alive connection each. A profile's
+figure for a route is the median over the cycles of its time divided by the 0.19.0 server's
+time in the same cycle: two timings taken a millisecond apart.
+
+    python -m benchmarks.ab                      # every route, 10k sessions, 0.20.4 and 0.21.2
+    python -m benchmarks.ab --routes list-changing get --cycles 2000 --size 1000
+
+The client is a raw socket writing prepared requests (a few µs a request), so the figures are
+the servers' own; every answer must be 2xx. It prints one table; nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import socket
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from benchmarks import dataset, servers, workloads
+from benchmarks.run import page_ids, sample_ids
+from benchmarks.workloads import EVERY, PAGE, Workload
+from benchmarks.wrk import Call
+from hermes_server.domain.profiles import DEFAULT_VERSION, PROFILES
+
+PORT_BASE = 18870
+WARM_UP = 50  # cycles per route not counted (caches, first statements prepared)
+GOAL = 0.9  # issue 20: no route more than 10% slower
+
+
+class Connection:
+    """One kept-alive HTTP/1.1 connection to a server, sending prepared requests."""
+
+    def __init__(self, server: servers.Server) -> None:
+        host, port = server.url.removeprefix("http://").split(":")
+        self.sock = socket.create_connection((host, int(port)))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.key = server.key
+        self.buffer = b""
+
+    def request(self, method: str, path: str, body: str | None) -> int:
+        """Send one request and read its whole answer; the status."""
+        payload = (body or "").encode()
+        head = (f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {self.key}\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n")
+        self.sock.sendall(head.encode() + payload)
+        while b"\r\n\r\n" not in self.buffer:
+            self._read()
+        header, _, self.buffer = self.buffer.partition(b"\r\n\r\n")
+        lines = header.decode("latin-1").split("\r\n")
+        lengths = [int(line.split(":", 1)[1]) for line in lines[1:] if line.lower().startswith("content-length:")]
+        if not lengths:
+            raise SystemExit(f"ab: {method} {path} answered without a Content-Length (a stream is not measured here)")
+        length = lengths[0]
+        while len(self.buffer) < length:
+            self._read()
+        self.buffer = self.buffer[length:]
+        return int(lines[0].split(" ")[1])
+
+    def _read(self) -> None:
+        chunk = self.sock.recv(1 << 16)
+        if not chunk:
+            raise ConnectionError("the server closed the connection")
+        self.buffer += chunk
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@dataclass
+class Figures:
+    """Per server, each cycle's seconds (the cycle's index is the position)."""
+
+    seconds: dict[str, list[float]] = field(default_factory=dict)
+
+    def ratio(self, name: str, base: str) -> float:
+        """Median over the cycles of base time / this server's time: 1.0 is as fast, 0.9 is 10% slower."""
+        return statistics.median(b / t for b, t in zip(self.seconds[base], self.seconds[name], strict=True))
+
+
+def cycle(connection: Connection, calls: tuple[Call, ...], session_id: str, unique: str) -> float:
+    """One route cycle on one server; its seconds. A non-2xx answer stops the run."""
+    start = time.perf_counter()
+    for call in calls:
+        path, body = call.expand(session_id, unique)
+        status = connection.request(call.method, path, body)
+        if not 200 <= status < 300:
+            raise SystemExit(f"ab: {call.method} {path} answered {status}")
+    return time.perf_counter() - start
+
+
+def measure(route: Workload, named: dict[str, Connection], ids: list[str], cycles: int) -> Figures:
+    """`cycles` counted cycles of `route` on every server, in lock step, the order rotating."""
+    figures = Figures({name: [] for name in named})
+    order = list(named)
+    for i in range(WARM_UP + cycles):
+        turn = order[i % len(order):] + order[:i % len(order)]
+        for name in turn:
+            # Each server its own unique tag: creates and fork titles never collide across cycles.
+            seconds = cycle(named[name], route.calls, ids[i % len(ids)], f"ab{i}_")
+            if i >= WARM_UP:
+                figures.seconds[name].append(seconds)
+    return figures
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.ab", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", type=int, default=10000, help="dataset size (sessions; default 10000)")
+    parser.add_argument("--versions", nargs="+", default=["0.20.4", "0.21.2"], metavar="VERSION",
+                        help="profiles compared with 0.19.0 (default: 0.20.4 0.21.2)")
+    parser.add_argument("--routes", nargs="+", metavar="NAME", help="routes of benchmarks/workloads.py (default: all)")
+    parser.add_argument("--cycles", type=int, default=600, help="counted cycles per route and server (default 600)")
+    parser.add_argument("--port-base", type=int, default=PORT_BASE)
+    args = parser.parse_args(argv)
+    unknown = [v for v in args.versions if v not in PROFILES or v == DEFAULT_VERSION]
+    if unknown:
+        parser.error(f"--versions: {', '.join(unknown)} (compare any of "
+                     f"{', '.join(v for v in PROFILES if v != DEFAULT_VERSION)} with {DEFAULT_VERSION})")
+    if args.cycles < 1:
+        parser.error("--cycles must be at least 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    routes = workloads.select(args.routes)
+    work = Path(tempfile.mkdtemp(prefix="hermes-ab-"))
+    started: list[servers.Server] = []
+    try:
+        for i, version in enumerate([DEFAULT_VERSION, *args.versions]):
+            home = work / f"hermes-{version}"
+            dataset.copy_to(dataset.cached(args.size), home)
+            extra = () if version == DEFAULT_VERSION else ("--hermes-version", version, "--migrate-home")
+            server = servers.start_hermes(home, args.port_base + i, *extra)
+            server.name = version
+            started.append(server)
+        pages = page_ids(started[0])
+        print(f"{args.size:,} sessions, {args.cycles} cycles per route and server (after {WARM_UP} not counted); "
+              "the ratio is the median over cycles of 0.19.0's time / the profile's (below 90%: **)")
+        print(f"{'route':<18}{'0.19.0 µs':>11}" + "".join(f"{v + ' µs':>12}{v + ' ratio':>14}" for v in args.versions))
+        below = []
+        for route in routes:
+            ids = pages if route.ids == PAGE else sample_ids(args.size, spread=route.ids == EVERY)
+            named = {server.name: Connection(server) for server in started}
+            try:
+                figures = measure(route, named, ids, args.cycles)
+            finally:
+                for connection in named.values():
+                    connection.close()
+            line = f"{route.name:<18}{statistics.median(figures.seconds[DEFAULT_VERSION]) * 1e6:>11.0f}"
+            for version in args.versions:
+                share = figures.ratio(version, DEFAULT_VERSION)
+                mark = " **" if share < GOAL else ""
+                below += [f"{route.name} ({version})"] if share < GOAL else []
+                line += f"{statistics.median(figures.seconds[version]) * 1e6:>12.0f}{share:>11.1%}{mark:<3}"
+            print(line, flush=True)
+        print("every route within 10% of 0.19.0" if not below else "below 90%: " + ", ".join(below))
+        return 1 if below else 0
+    finally:
+        for server in started:
+            server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
