@@ -210,6 +210,8 @@ _IDEMPOTENCY: dict[str, dict[str, Any]] = {
     },
     "schemas": {
         "RunStatus": _KEPT_STATUS,
+        # 0.21.2's two object-valued flags, described together: the one release with either has
+        # both (`browser_extension_control` comes with its unserved routes, routes/unserved.py).
         "Capabilities": _with("Capabilities", {"features": {
             **SCHEMAS["Capabilities"]["properties"]["features"],
             "required": ["runs_idempotency", "browser_extension_control"],
