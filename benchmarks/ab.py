@@ -14,12 +14,15 @@ time in the same cycle: two timings taken a millisecond apart.
     python -m benchmarks.ab --routes list-changing get --cycles 2000 --size 1000
 
 The client is a raw socket writing prepared requests (a few µs a request), so the figures are
-the servers' own; every answer must be 2xx. It prints one table; nothing is written.
+the servers' own; every answer must be 2xx. Beside each ratio, the CPU each server process used
+over the same cycles (0.19.0's over the profile's), which is what throughput at many connections
+comes down to on a saturated machine. It prints one table; nothing is written.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import socket
 import statistics
@@ -78,15 +81,27 @@ class Connection:
         self.sock.close()
 
 
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU the process has used (its threads included), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @dataclass
 class Figures:
-    """Per server, each cycle's seconds (the cycle's index is the position)."""
+    """Per server, each cycle's seconds (the cycle's index is the position), and the CPU the
+    server used over the counted cycles."""
 
     seconds: dict[str, list[float]] = field(default_factory=dict)
+    cpu: dict[str, float] = field(default_factory=dict)
 
     def ratio(self, name: str, base: str) -> float:
         """Median over the cycles of base time / this server's time: 1.0 is as fast, 0.9 is 10% slower."""
         return statistics.median(b / t for b, t in zip(self.seconds[base], self.seconds[name], strict=True))
+
+    def cpu_ratio(self, name: str, base: str) -> float:
+        """Base CPU / this server's CPU over the same cycles (the clock's ticks: about ±2% at 1 s)."""
+        return self.cpu[base] / self.cpu[name] if self.cpu.get(name) else float("nan")
 
 
 def cycle(connection: Connection, calls: tuple[Call, ...], session_id: str, unique: str) -> float:
@@ -100,17 +115,21 @@ def cycle(connection: Connection, calls: tuple[Call, ...], session_id: str, uniq
     return time.perf_counter() - start
 
 
-def measure(route: Workload, named: dict[str, Connection], ids: list[str], cycles: int) -> Figures:
+def measure(route: Workload, named: dict[str, Connection], pids: dict[str, int], ids: list[str],
+            cycles: int) -> Figures:
     """`cycles` counted cycles of `route` on every server, in lock step, the order rotating."""
     figures = Figures({name: [] for name in named})
     order = list(named)
     for i in range(WARM_UP + cycles):
+        if i == WARM_UP:
+            figures.cpu = {name: -cpu_seconds(pids[name]) for name in named}
         turn = order[i % len(order):] + order[:i % len(order)]
         for name in turn:
-            # Each server its own unique tag: creates and fork titles never collide across cycles.
+            # The same ids and titles on every server (each has its own copy): a cycle is the same work.
             seconds = cycle(named[name], route.calls, ids[i % len(ids)], f"ab{i}_")
             if i >= WARM_UP:
                 figures.seconds[name].append(seconds)
+    figures.cpu = {name: spent + cpu_seconds(pids[name]) for name, spent in figures.cpu.items()}
     return figures
 
 
@@ -149,13 +168,16 @@ def main(argv: list[str] | None = None) -> int:
         pages = page_ids(started[0])
         print(f"{args.size:,} sessions, {args.cycles} cycles per route and server (after {WARM_UP} not counted); "
               "the ratio is the median over cycles of 0.19.0's time / the profile's (below 90%: **)")
-        print(f"{'route':<18}{'0.19.0 µs':>11}" + "".join(f"{v + ' µs':>12}{v + ' ratio':>14}" for v in args.versions))
+        print("µs: median cycle; ratio: per-cycle speed against 0.19.0; cpu: 0.19.0's CPU / the profile's, "
+              "same cycles")
+        print(f"{'route':<18}{'0.19.0 µs':>11}"
+              + "".join(f"{v + ' µs':>12}{v + ' ratio':>14}{'cpu':>7}" for v in args.versions))
         below = []
         for route in routes:
             ids = pages if route.ids == PAGE else sample_ids(args.size, spread=route.ids == EVERY)
             named = {server.name: Connection(server) for server in started}
             try:
-                figures = measure(route, named, ids, args.cycles)
+                figures = measure(route, named, {server.name: server.pid for server in started}, ids, args.cycles)
             finally:
                 for connection in named.values():
                     connection.close()
@@ -164,7 +186,8 @@ def main(argv: list[str] | None = None) -> int:
                 share = figures.ratio(version, DEFAULT_VERSION)
                 mark = " **" if share < GOAL else ""
                 below += [f"{route.name} ({version})"] if share < GOAL else []
-                line += f"{statistics.median(figures.seconds[version]) * 1e6:>12.0f}{share:>11.1%}{mark:<3}"
+                line += (f"{statistics.median(figures.seconds[version]) * 1e6:>12.0f}{share:>11.1%}{mark:<3}"
+                         f"{figures.cpu_ratio(version, DEFAULT_VERSION):>7.0%}")
             print(line, flush=True)
         print("every route within 10% of 0.19.0" if not below else "below 90%: " + ", ".join(below))
         return 1 if below else 0
