@@ -116,8 +116,9 @@ def cycle(connection: Connection, calls: tuple[Call, ...], session_id: str, uniq
 
 
 def measure(route: Workload, named: dict[str, Connection], pids: dict[str, int], ids: list[str],
-            cycles: int) -> Figures:
-    """`cycles` counted cycles of `route` on every server, in lock step, the order rotating."""
+            cycles: int, tag: str) -> Figures:
+    """`cycles` counted cycles of `route` on every server, in lock step, the order rotating; `tag`
+    makes the route's ids and titles its own (another route's PATCH titles would collide: 400)."""
     figures = Figures({name: [] for name in named})
     order = list(named)
     for i in range(WARM_UP + cycles):
@@ -126,7 +127,7 @@ def measure(route: Workload, named: dict[str, Connection], pids: dict[str, int],
         turn = order[i % len(order):] + order[:i % len(order)]
         for name in turn:
             # The same ids and titles on every server (each has its own copy): a cycle is the same work.
-            seconds = cycle(named[name], route.calls, ids[i % len(ids)], f"ab{i}_")
+            seconds = cycle(named[name], route.calls, ids[i % len(ids)], f"{tag}{i}_")
             if i >= WARM_UP:
                 figures.seconds[name].append(seconds)
     figures.cpu = {name: spent + cpu_seconds(pids[name]) for name, spent in figures.cpu.items()}
@@ -138,32 +139,45 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", type=int, default=10000, help="dataset size (sessions; default 10000)")
     parser.add_argument("--versions", nargs="+", default=["0.20.4", "0.21.2"], metavar="VERSION",
-                        help="profiles compared with 0.19.0 (default: 0.20.4 0.21.2)")
+                        help="profiles compared with 0.19.0 (default: 0.20.4 0.21.2); 0.19.0 itself gives "
+                             "an A/A run, the harness's own spread")
     parser.add_argument("--routes", nargs="+", metavar="NAME", help="routes of benchmarks/workloads.py (default: all)")
     parser.add_argument("--cycles", type=int, default=600, help="counted cycles per route and server (default 600)")
     parser.add_argument("--port-base", type=int, default=PORT_BASE)
     args = parser.parse_args(argv)
-    unknown = [v for v in args.versions if v not in PROFILES or v == DEFAULT_VERSION]
+    unknown = [v for v in args.versions if v not in PROFILES]
     if unknown:
-        parser.error(f"--versions: {', '.join(unknown)} (compare any of "
-                     f"{', '.join(v for v in PROFILES if v != DEFAULT_VERSION)} with {DEFAULT_VERSION})")
+        parser.error(f"--versions: {', '.join(unknown)} (known: {', '.join(PROFILES)})")
     if args.cycles < 1:
         parser.error("--cycles must be at least 1")
     return args
 
 
+def labels(versions: list[str]) -> list[str]:
+    """A name per compared server: its version, numbered from the second server of a version on
+    (the measured 0.19.0 is the first): `--versions 0.19.0` is an A/A run of `0.19.0#2`."""
+    counts = {DEFAULT_VERSION: 1}
+    names = []
+    for version in versions:
+        counts[version] = counts.get(version, 0) + 1
+        names.append(version if counts[version] == 1 else f"{version}#{counts[version]}")
+    return names
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    compared = labels(args.versions)
     routes = workloads.select(args.routes)
     work = Path(tempfile.mkdtemp(prefix="hermes-ab-"))
     started: list[servers.Server] = []
     try:
-        for i, version in enumerate([DEFAULT_VERSION, *args.versions]):
-            home = work / f"hermes-{version}"
+        for i, (version, name) in enumerate(zip([DEFAULT_VERSION, *args.versions], [DEFAULT_VERSION, *compared],
+                                                strict=True)):
+            home = work / f"hermes-{i}"
             dataset.copy_to(dataset.cached(args.size), home)
             extra = () if version == DEFAULT_VERSION else ("--hermes-version", version, "--migrate-home")
             server = servers.start_hermes(home, args.port_base + i, *extra)
-            server.name = version
+            server.name = name
             started.append(server)
         pages = page_ids(started[0])
         print(f"{args.size:,} sessions, {args.cycles} cycles per route and server (after {WARM_UP} not counted); "
@@ -171,18 +185,19 @@ def main(argv: list[str] | None = None) -> int:
         print("µs: median cycle; ratio: per-cycle speed against 0.19.0; cpu: 0.19.0's CPU / the profile's, "
               "same cycles")
         print(f"{'route':<18}{'0.19.0 µs':>11}"
-              + "".join(f"{v + ' µs':>12}{v + ' ratio':>14}{'cpu':>7}" for v in args.versions))
+              + "".join(f"{v + ' µs':>12}{v + ' ratio':>14}{'cpu':>7}" for v in compared))
         below = []
-        for route in routes:
+        for n, route in enumerate(routes):
             ids = pages if route.ids == PAGE else sample_ids(args.size, spread=route.ids == EVERY)
             named = {server.name: Connection(server) for server in started}
             try:
-                figures = measure(route, named, {server.name: server.pid for server in started}, ids, args.cycles)
+                figures = measure(route, named, {server.name: server.pid for server in started}, ids, args.cycles,
+                                  f"ab{n}x")
             finally:
                 for connection in named.values():
                     connection.close()
             line = f"{route.name:<18}{statistics.median(figures.seconds[DEFAULT_VERSION]) * 1e6:>11.0f}"
-            for version in args.versions:
+            for version in compared:
                 share = figures.ratio(version, DEFAULT_VERSION)
                 mark = " **" if share < GOAL else ""
                 below += [f"{route.name} ({version})"] if share < GOAL else []

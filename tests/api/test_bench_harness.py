@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.ab import Connection, Figures, cycle, parse_args
+from benchmarks.ab import Connection, Figures, cycle, labels, parse_args
 from benchmarks.run import route_available
 from benchmarks.servers import Server
 from benchmarks.workloads import WORKLOADS
@@ -52,5 +52,6 @@ def test_ab_ratio_pairs_cycles_and_refuses_unknown_profiles() -> None:
     figures = Figures({"0.19.0": [1.0, 5.0, 1.0], "0.20.4": [1.1, 5.5, 1.0]})
     assert round(figures.ratio("0.20.4", "0.19.0"), 3) == round(1 / 1.1, 3)
     with pytest.raises(SystemExit):
-        parse_args(["--versions", "0.19.0"])
+        parse_args(["--versions", "0.18.0"])
     assert parse_args([]).versions == ["0.20.4", "0.21.2"]
+    assert labels(["0.19.0", "0.21.2", "0.21.2"]) == ["0.19.0#2", "0.21.2", "0.21.2#2"]  # an A/A run too
