@@ -28,12 +28,12 @@ import socket
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks import dataset, servers, workloads
-from benchmarks.run import page_ids, sample_ids
-from benchmarks.workloads import EVERY, PAGE, Workload
+from benchmarks.workloads import EVERY, PAGE, Workload, page_ids, sample_ids
 from benchmarks.wrk import Call
 from hermes_server.domain.profiles import DEFAULT_VERSION, PROFILES
 
@@ -164,10 +164,38 @@ def labels(versions: list[str]) -> list[str]:
     return names
 
 
+def lockstep(started: list[servers.Server], routes: list[Workload], size: int, cycles: int,
+             log: Callable[[str], None] = print) -> dict[str, dict[str, dict[str, float]]]:
+    """Each route in lock step on `started` (the first is the one compared against), as
+    {route: {server name: {"us": median cycle, "ratio": per-cycle speed, "cpu": CPU ratio}}};
+    `log` gets one line per route."""
+    base = started[0].name
+    pages = page_ids(started[0])
+    log(f"{'route':<18}{base + ' µs':>11}"
+        + "".join(f"{s.name + ' µs':>12}{s.name + ' ratio':>14}{'cpu':>7}" for s in started[1:]))
+    found: dict[str, dict[str, dict[str, float]]] = {}
+    for n, route in enumerate(routes):
+        ids = pages if route.ids == PAGE else sample_ids(size, spread=route.ids == EVERY)
+        named = {server.name: Connection(server) for server in started}
+        try:
+            figures = measure(route, named, {server.name: server.pid for server in started}, ids, cycles, f"ab{n}x")
+        finally:
+            for connection in named.values():
+                connection.close()
+        found[route.name] = {name: {"us": round(statistics.median(seconds) * 1e6, 1),
+                                    "ratio": 1.0 if name == base else round(figures.ratio(name, base), 4),
+                                    "cpu": 1.0 if name == base else round(figures.cpu_ratio(name, base), 4)}
+                             for name, seconds in figures.seconds.items()}
+        log(f"{route.name:<18}{found[route.name][base]['us']:>11.0f}" + "".join(
+            f"{found[route.name][s.name]['us']:>12.0f}{found[route.name][s.name]['ratio']:>11.1%}"
+            f"{' **' if found[route.name][s.name]['ratio'] < GOAL else '':<3}{found[route.name][s.name]['cpu']:>7.0%}"
+            for s in started[1:]))
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     compared = labels(args.versions)
-    routes = workloads.select(args.routes)
     work = Path(tempfile.mkdtemp(prefix="hermes-ab-"))
     started: list[servers.Server] = []
     try:
@@ -179,31 +207,12 @@ def main(argv: list[str] | None = None) -> int:
             server = servers.start_hermes(home, args.port_base + i, *extra)
             server.name = name
             started.append(server)
-        pages = page_ids(started[0])
         print(f"{args.size:,} sessions, {args.cycles} cycles per route and server (after {WARM_UP} not counted); "
               "the ratio is the median over cycles of 0.19.0's time / the profile's (below 90%: **)")
         print("µs: median cycle; ratio: per-cycle speed against 0.19.0; cpu: 0.19.0's CPU / the profile's, "
               "same cycles")
-        print(f"{'route':<18}{'0.19.0 µs':>11}"
-              + "".join(f"{v + ' µs':>12}{v + ' ratio':>14}{'cpu':>7}" for v in compared))
-        below = []
-        for n, route in enumerate(routes):
-            ids = pages if route.ids == PAGE else sample_ids(args.size, spread=route.ids == EVERY)
-            named = {server.name: Connection(server) for server in started}
-            try:
-                figures = measure(route, named, {server.name: server.pid for server in started}, ids, args.cycles,
-                                  f"ab{n}x")
-            finally:
-                for connection in named.values():
-                    connection.close()
-            line = f"{route.name:<18}{statistics.median(figures.seconds[DEFAULT_VERSION]) * 1e6:>11.0f}"
-            for version in compared:
-                share = figures.ratio(version, DEFAULT_VERSION)
-                mark = " **" if share < GOAL else ""
-                below += [f"{route.name} ({version})"] if share < GOAL else []
-                line += (f"{statistics.median(figures.seconds[version]) * 1e6:>12.0f}{share:>11.1%}{mark:<3}"
-                         f"{figures.cpu_ratio(version, DEFAULT_VERSION):>7.0%}")
-            print(line, flush=True)
+        found = lockstep(started, workloads.select(args.routes), args.size, args.cycles)
+        below = [f"{route} ({name})" for route, row in found.items() for name in compared if row[name]["ratio"] < GOAL]
         print("every route within 10% of 0.19.0" if not below else "below 90%: " + ", ".join(below))
         return 1 if below else 0
     finally:

@@ -28,8 +28,7 @@ import time
 from pathlib import Path
 
 from benchmarks import dataset, servers, wrk
-from benchmarks.run import sample_ids
-from benchmarks.workloads import EVERY, WORKLOADS, select
+from benchmarks.workloads import EVERY, WORKLOADS, sample_ids, select
 
 PORT = 18990
 

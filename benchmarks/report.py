@@ -114,6 +114,27 @@ def profiles_table(size: str, data: dict[str, Any], options: dict[str, Any]) -> 
     return lines
 
 
+def lockstep_table(size: str, data: dict[str, Any], options: dict[str, Any]) -> list[str]:
+    """The lock-step figures of one size (benchmarks/ab.py): each route's median cycle on the measured
+    server, and each compared profile's per-cycle speed and CPU against it."""
+    base, versions = options["hermes_version"], options["compare_versions"]
+    head = ["route", f"{base} µs", *(part for v in versions for part in (f"{v} speed", f"{v} CPU"))]
+    lines = [f"### Version profiles in lock step, {int(size):,} sessions", "", "| " + " | ".join(head) + " |",
+             "|" + "---|" * len(head)]
+    for route, row in data["lockstep"].items():
+        cells = [route, f"{row['hermes-server']['us']:,.0f}"]
+        for v in versions:
+            found = row.get(profiled_name(v))
+            mark = " **▼**" if found and found["ratio"] < PROFILE_GOAL else ""
+            cells += ["–", "–"] if found is None else [percent(found["ratio"]) + mark, percent(found["cpu"])]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", f"One connection, {options.get('lockstep_cycles', '?')} cycles per route and server, one on each "
+              "server in turn (benchmarks/ab.py): speed is the median over cycles of the measured server's time "
+              "over the profile's, CPU the ratio of the processes' CPU over the same cycles (coarse: clock ticks). "
+              f"The profile target is judged on speed; **▼** marks one under {PROFILE_GOAL:.0%}.", ""]
+    return lines
+
+
 def _route_notes(results: dict[str, Any]) -> list[str]:
     """What the changing variants measure, when the run has them."""
     names = {route for data in results["sizes"].values() for route in data["routes"]}
@@ -173,6 +194,8 @@ def render(results: dict[str, Any]) -> str:
                   "(`--compare-versions`), over copies of the same dataset, in the same run.", ""]
         for size, data in results["sizes"].items():
             lines += profiles_table(size, data, o)
+            if data.get("lockstep"):
+                lines += lockstep_table(size, data, o)
     if results.get("soak"):
         lines += _soak(results["soak"])
     if ANALYSIS.is_file():

@@ -20,7 +20,9 @@ benchmarks/results/).
 ceiling) as; `--compare-versions` measures a hermes-server of each of those profiles beside it,
 interleaved route by route, so each profile's ratio to it is taken in the same run. `--rounds N`
 repeats every route's runs N times, the servers in turn (each round starting with the next one),
-and keeps each server's median.
+and keeps each server's median. With compared profiles, every route is first run in lock step
+(benchmarks/ab.py: one cycle on each server in turn, `--lockstep-cycles`), and the profile target
+is judged on those one-connection figures, which machine drift cannot blur as it blurs wrk runs.
 """
 
 from __future__ import annotations
@@ -38,8 +40,8 @@ from typing import Any
 
 import httpx
 
-from benchmarks import dataset, machine, recording, report, servers, workloads, wrk
-from benchmarks.workloads import EVERY, PAGE, SAMPLE, SOAK_MIX, WORKLOADS, Workload
+from benchmarks import ab, dataset, machine, recording, report, servers, workloads, wrk
+from benchmarks.workloads import EVERY, PAGE, SAMPLE, SOAK_MIX, WORKLOADS, Workload, page_ids, sample_ids
 from benchmarks.wrk import Call
 from hermes_server.domain.profiles import DEFAULT_VERSION
 
@@ -51,15 +53,6 @@ PORT_BASE = 18950
 HERMES, UPSTREAM, CEILING, RECORDER, PROFILED = 0, 1, 3, 4, 5
 PORTS_PER_SLOT = 5  # without compared profiles
 CONNECTIONS = (1, 32)
-SAMPLE_IDS = 256
-
-
-def sample_ids(count: int, spread: bool = False) -> list[str]:
-    """Ids spread evenly over the dataset (plain rows, chain members and forks alike); all when `spread`."""
-    if spread:
-        return [dataset.session_id(i) for i in range(count)]
-    step = max(1, count // SAMPLE_IDS)
-    return [dataset.session_id(i) for i in range(0, count, step)][:SAMPLE_IDS]
 
 
 def route_available(server: servers.Server, workload: Workload) -> bool:
@@ -75,13 +68,6 @@ def route_available(server: servers.Server, workload: Workload) -> bool:
         if answer.text.startswith("404: Not Found"):
             return False
     return True
-
-
-def page_ids(server: servers.Server) -> list[str]:
-    """The sessions of the first list page, which the changing list variant writes to."""
-    answer = httpx.get(server.url + "/api/sessions?limit=50", headers={"Authorization": f"Bearer {server.key}"},
-                       timeout=30)
-    return [row["id"] for row in answer.json()["data"]]
 
 
 class Bench:
@@ -169,6 +155,9 @@ class Bench:
                 started.append(ceiling)
                 recording.check(ceiling.url, answers)
                 self.log(f"  ceiling: all {len(answers)} recorded answers byte-identical to hermes-server's")
+            # Before any wrk run: its creates give each server ids of its own, and the lock step's
+            # cycles must find the same sessions on every server.
+            lockstep = self.lockstep(size, [hermes, *(s for s in started if servers.is_profiled(s))], routes)
             per_route: dict[str, Any] = {}
             for route in routes:
                 targets = [s for s in started if s is hermes or (s is ceiling and route.ceiling)
@@ -176,10 +165,20 @@ class Bench:
                 per_route[route.name] = {str(c): self.measure(size, route, targets, ids[route.ids], c)
                                          for c in CONNECTIONS}
             self.results["sizes"][str(size)] = {"upstream": with_upstream, "routes": per_route,
-                                                "ceiling_answers": len(answers)}
+                                                "ceiling_answers": len(answers),
+                                                **({"lockstep": lockstep} if lockstep else {})}
         finally:
             for server in started:
                 server.stop()
+
+    def lockstep(self, size: int, compared: list[servers.Server], routes: list[Workload]) -> dict[str, Any]:
+        """The compared profiles against the measured one in lock step (benchmarks/ab.py), at one
+        connection: what the profile target is judged on, as wrk runs seconds apart cannot resolve
+        10% on a shared machine. Nothing without --compare-versions or with --lockstep-cycles 0."""
+        if len(compared) < 2 or not self.args.lockstep_cycles:
+            return {}
+        self.log(f"  {size:>7} lock step, {self.args.lockstep_cycles} cycles per route and server:")
+        return ab.lockstep(compared, routes, size, self.args.lockstep_cycles, log=lambda line: self.log("    " + line))
 
     def measure(self, size: int, route: Workload, targets: list[servers.Server], ids: list[str],
                 connections: int) -> dict[str, Any]:
@@ -258,7 +257,7 @@ class Bench:
             "seconds_per_run": self.args.seconds, "soak_seconds": self.args.soak_seconds,
             "connections": list(CONNECTIONS), "routes": [w.name for w in self.workloads],
             "hermes_version": self.args.hermes_version or "0.19.0", "compare_versions": self.args.compare_versions,
-            "rounds": self.args.rounds,
+            "rounds": self.args.rounds, "lockstep_cycles": self.args.lockstep_cycles,
         }
         started = time.time()
         for size in self.args.sizes:
@@ -294,6 +293,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "gives each one's ratio to the measured profile")
     parser.add_argument("--rounds", type=int, default=1,
                         help="runs per route and server, servers in turn; the median is kept (default 1)")
+    parser.add_argument("--lockstep-cycles", type=int, default=600, metavar="N",
+                        help="with --compare-versions: cycles per route and server of the lock-step comparison "
+                             "(benchmarks/ab.py) the profile target is judged on (default 600; 0: none)")
     parser.add_argument("--routes", nargs="+", metavar="NAME",
                         help=f"measure only these routes ({', '.join(WORKLOADS)}; `list-changing` works too); no doc")
     parser.add_argument("--port-base", type=int, default=PORT_BASE,
@@ -312,6 +314,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.soak_seconds = 10.0 if args.quick else 30.0
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
+    if args.lockstep_cycles < 0:
+        parser.error("--lockstep-cycles must be 0 or more")
     if args.hermes_version in args.compare_versions:
         parser.error(f"--compare-versions {args.hermes_version} is the measured profile already")
     if args.routes:

@@ -9,12 +9,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import httpx
+
+from benchmarks import dataset, servers
 from benchmarks.wrk import Call
 
 # Which ids a route's `{id}` rotates over.
 SAMPLE = "sample"  # 256 sessions spread evenly through the dataset
 EVERY = "every"    # every session once, so writes that grow a session touch each about once
 PAGE = "page"      # the sessions of the first list page, so a write there changes the page itself
+SAMPLE_IDS = 256
 
 
 @dataclass(frozen=True)
@@ -78,3 +82,18 @@ def select(names: list[str] | None) -> list[Workload]:
     if unknown:
         raise SystemExit(f"bench: unknown route(s) {', '.join(sorted(unknown))}; known: {', '.join(WORKLOADS)}")
     return [w for w in WORKLOADS.values() if _key(w.name) in wanted]
+
+
+def sample_ids(count: int, spread: bool = False) -> list[str]:
+    """Ids spread evenly over the dataset (plain rows, chain members and forks alike); all when `spread`."""
+    if spread:
+        return [dataset.session_id(i) for i in range(count)]
+    step = max(1, count // SAMPLE_IDS)
+    return [dataset.session_id(i) for i in range(0, count, step)][:SAMPLE_IDS]
+
+
+def page_ids(server: servers.Server) -> list[str]:
+    """The sessions of the first list page, which the changing list variant writes to."""
+    answer = httpx.get(server.url + "/api/sessions?limit=50", headers={"Authorization": f"Bearer {server.key}"},
+                       timeout=30)
+    return [row["id"] for row in answer.json()["data"]]

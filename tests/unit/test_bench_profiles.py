@@ -54,3 +54,32 @@ def test_the_options() -> None:
     args = parse_args(["--quick", "--hermes-version", "0.20.4", "--compare-versions", "0.21.2", "--rounds", "3"])
     assert (args.hermes_version, args.compare_versions, args.rounds, args.doc) == ("0.20.4", ["0.21.2"], 3, None)
     assert parse_args(["--compare-versions", "0.20.4"]).doc is None  # a comparison never overwrites the doc
+
+
+def with_lockstep(speeds: dict[str, float]) -> dict[str, Any]:
+    """The synthetic run, its wrk rounds saying 80% for every route (blurred), plus lock-step figures
+    of 0.21.2 at every size: `speeds` by route, else as fast as the measured server."""
+    results = with_profiles({route: ([1000.0] * 3, [800.0] * 3) for route in ("list", "get", "messages")})
+    for data in results["sizes"].values():
+        data["lockstep"] = {route: {"hermes-server": {"us": 250.0, "ratio": 1.0, "cpu": 1.0},
+                                    "hermes-server@0.21.2": {"us": 250.0 / speeds.get(route, 1.0),
+                                                             "ratio": speeds.get(route, 1.0), "cpu": 0.97}}
+                            for route in data["routes"]}
+    results["options"]["lockstep_cycles"] = 600
+    return results
+
+
+def test_the_lock_step_figures_judge_the_profile_target_where_the_run_has_them() -> None:
+    text = report.render(with_lockstep({"list": 0.95}))
+    row = target_row(text, "0.21.2 profile")
+    assert "(lock step, 1 conn)" in row and "slowest list at 1,000 sessions, 95%" in row and row.endswith("| yes |")
+    assert "### Version profiles in lock step, 10,000 sessions" in text
+    assert "| list | 250 | 95% | 97% |" in text
+
+
+def test_a_route_slower_in_lock_step_fails_it_at_any_size() -> None:
+    results = with_lockstep({})
+    results["sizes"]["1000"]["lockstep"]["get"]["hermes-server@0.21.2"]["ratio"] = 0.85
+    row = target_row(report.render(results), "0.21.2 profile")
+    assert "slowest get at 1,000 sessions, 85%; below: get (1,000)" in row and row.endswith("| **no** |")
+    assert parse_args(["--compare-versions", "0.21.2"]).lockstep_cycles == 600
