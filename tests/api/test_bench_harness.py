@@ -8,14 +8,16 @@ dataset lacked: about 2% of their PATCHes answered 404 ("unexpected statuses").
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from benchmarks.ab import Connection, Figures, cycle, labels, parse_args
+from benchmarks.ab import Connection, Figures, cycle, labels, parse_args, pinned, unpin
 from benchmarks.run import route_available
 from benchmarks.servers import Server
 from benchmarks.workloads import WORKLOADS
+from hermes_server.testkit.process import HermesServer
 from tests.support.server import start_server
 
 
@@ -55,3 +57,26 @@ def test_ab_ratio_pairs_cycles_and_refuses_unknown_profiles() -> None:
         parse_args(["--versions", "0.18.0"])
     assert parse_args([]).versions == ["0.20.4", "0.21.2"]
     assert labels(["0.19.0", "0.21.2", "0.21.2"]) == ["0.19.0#2", "0.21.2", "0.21.2#2"]  # an A/A run too
+
+
+def _allowed(pid: int) -> set[frozenset[int]]:
+    return {frozenset(os.sched_getaffinity(int(task))) for task in os.listdir(f"/proc/{pid}/task")}
+
+
+def test_the_lock_step_pins_client_and_server_threads_to_one_cpu_and_gives_them_back(tmp_path: Path) -> None:
+    srv = start_server(tmp_path / "hermes", in_process=False)
+    try:
+        assert isinstance(srv.launcher, HermesServer) and srv.launcher.pid is not None  # a process to pin
+        pid = srv.launcher.pid
+        before = set(os.sched_getaffinity(0))
+        cpus = pinned([pid])
+        if len(before) < 2:
+            assert cpus is None
+            return
+        try:
+            assert _allowed(pid) == {frozenset({max(before)})} and os.sched_getaffinity(0) == {max(before)}
+        finally:
+            unpin([pid], cpus)
+        assert _allowed(pid) == {frozenset(before)} and os.sched_getaffinity(0) == before
+    finally:
+        srv.stop()
