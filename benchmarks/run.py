@@ -108,11 +108,12 @@ class Bench:
         return wrk.run(server.url, calls, ids, tag=self.tag(), key=server.key, connections=connections,
                        seconds=seconds, wrk_path=self.wrk, same_id=same_id)
 
-    def start_all(self, size: int, with_upstream: bool, slot: int) -> list[servers.Server]:
+    def start_all(self, size: int, with_upstream: bool, slot: int, *, profiles: bool = True) -> list[servers.Server]:
+        """hermes-server, then (with `profiles`) one per compared profile, then upstream; the caller stops them all."""
         home = self.work / f"hermes-{size}-{slot}"
         dataset.copy_to(dataset.cached(size), home)
         started = [self.start_hermes(home, self.port(slot, HERMES))]
-        for i, version in enumerate(self.args.compare_versions):
+        for i, version in enumerate(self.args.compare_versions if profiles else []):
             profiled = self.work / f"hermes-{size}-{slot}-{version}"
             dataset.copy_to(dataset.cached(size), profiled)
             started.append(self.start_hermes(profiled, self.port(slot, PROFILED + i), version))
@@ -214,7 +215,9 @@ class Bench:
         """A mixed load at 32 connections on fresh servers, sampling resident memory."""
         with_upstream = size in self.args.upstream_sizes and self.oracle
         ids = sample_ids(size, spread=True)
-        started = [s for s in self.start_all(size, with_upstream, slot) if not servers.is_profiled(s)]
+        # The soak measures memory of hermes-server and upstream only. Filtering profiled servers out
+        # of the started list once left them running after the bench (never stopped).
+        started = self.start_all(size, with_upstream, slot, profiles=False)
         try:
             routes = set(name for name in SOAK_MIX if route_available(started[0], WORKLOADS[name]))
             mix = [WORKLOADS[name].calls[0] for name in SOAK_MIX if name in routes]
