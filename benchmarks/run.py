@@ -43,7 +43,6 @@ import httpx
 from benchmarks import ab, dataset, machine, recording, report, servers, workloads, wrk
 from benchmarks.workloads import EVERY, PAGE, SAMPLE, SOAK_MIX, WORKLOADS, Workload, page_ids, sample_ids
 from benchmarks.wrk import Call
-from hermes_server.domain.profiles import DEFAULT_VERSION
 
 REPO = Path(__file__).resolve().parent.parent
 PORT_BASE = 18950
@@ -90,10 +89,7 @@ class Bench:
     def start_hermes(self, home: Path, port: int, version: str | None = None) -> servers.Server:
         """hermes-server answering as `version` (default: the measured profile, --hermes-version)."""
         version = version or self.args.hermes_version
-        # The cached dataset is a 0.19.0 home: a newer profile adds its columns to the fresh copy
-        # first (`--migrate-home`; metadata-only ALTERs), as it would on any home it did not create.
-        profile = ("--hermes-version", version, "--migrate-home") if version and version != DEFAULT_VERSION else ()
-        server = servers.start_hermes(home, port, *profile)
+        server = servers.start_profile(home, port, version)
         if version in self.args.compare_versions:
             server.name = servers.profiled_name(version)
         return server

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import httpx
 
+from hermes_server.domain.profiles import DEFAULT_VERSION
+
 HERMES_KEY = "bench-key-0123456789abcdef"
 UPSTREAM_KEY = "oracle-test-key-0123456789abcdef"
 REPO = Path(__file__).resolve().parent.parent
@@ -113,6 +115,15 @@ def start_hermes(home: Path, port: int, *extra: str) -> Server:
     url = f"http://127.0.0.1:{port}"
     wait_health(url, process, log)
     return Server("hermes-server", url, HERMES_KEY, process.pid, process=process, log=log)
+
+
+def start_profile(home: Path, port: int, version: str | None) -> Server:
+    """hermes-server answering as `version` (None or 0.19.0: the default profile). The cached dataset
+    is a 0.19.0 home: a newer profile adds its columns to the fresh copy first (`--migrate-home`;
+    metadata-only ALTERs), as it would on any home it did not create."""
+    if version is None or version == DEFAULT_VERSION:
+        return start_hermes(home, port)
+    return start_hermes(home, port, "--hermes-version", version, "--migrate-home")
 
 
 def profiled_name(version: str) -> str:

@@ -42,15 +42,19 @@ async def not_implemented(request: Request, ctx: AppContext) -> Response:
                         "(see docs/differences.md)", "not_implemented", type_="server_error")
 
 
+# The route whose presence makes `browser_extension_control` appear (its value, `enabled: false`,
+# is profile data: domain/profiles.py).
+_BROWSER_FEATURES = {"browser_control_register": ("browser_extension_control",)}
+
+
 def _routes(table: tuple[tuple[str, str, str, str], ...], *, advertised: bool) -> list[Route]:
-    """The routes of `table`; `advertised`: under their names in `endpoints`, the first one making
-    `browser_extension_control` appear (its value, `enabled: false`, is profile data)."""
+    """The routes of `table`; `advertised`: under their names in `endpoints`."""
     return [Route(name, path, {method: Method(not_implemented, Operation(
         summary=f"Not served here ({what} in Hermes 0.21.2): 501",
         responses={501: "NotImplemented", **AUTH_ERRORS},
         capability=name if advertised else None,
-        features=("browser_extension_control",) if advertised and i == 0 else ()))})
-        for i, (name, method, path, what) in enumerate(table)]
+        features=_BROWSER_FEATURES.get(name, ())))})
+        for name, method, path, what in table]
 
 
 def browser_routes(profile: Profile) -> list[Route]:
