@@ -3,11 +3,15 @@
 Paths and methods come only from the route table `app.py` composes; each method of a
 route carries an `Operation` (summary, responses, body, feature flags), so nothing
 describes a path twice. `/v1/capabilities` reads the same operations.
+
+Of the components, the document keeps exactly those the served operations name, directly
+or through another component, listed by name: a component no served route names is not
+emitted, and the order the tables were merged in cannot change the bytes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from hermes_server import UPSTREAM_VERSION, __version__
@@ -16,6 +20,10 @@ from hermes_server.openapi.schemas import PARAMETERS, RESPONSES, SCHEMAS, SECURI
 
 # Order in which methods of one path appear in the document.
 _METHOD_ORDER = ("GET", "POST", "PUT", "PATCH", "DELETE")
+# The sections of `components`, in the order the document lists them.
+SECTIONS = ("securitySchemes", "parameters", "responses", "schemas")
+# The scheme every operation is under unless it names another (the document's top-level `security`).
+DEFAULT_SECURITY = "bearer"
 
 
 def _method_rank(method: str) -> tuple[int, str]:
@@ -69,6 +77,37 @@ def _merged(components: dict[str, Any], extra: Mapping[str, Mapping[str, Any]]) 
     return {section: {**entries, **extra.get(section, {})} for section, entries in components.items()}
 
 
+def _references(node: Any) -> Iterator[tuple[str, str]]:
+    """The (section, name) of every `$ref` in `node`, at any depth."""
+    if isinstance(node, dict):
+        target = node.get("$ref")
+        if isinstance(target, str) and target.startswith("#/components/"):
+            section, name = target.removeprefix("#/components/").split("/", 1)
+            yield section, name
+        for value in node.values():
+            yield from _references(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _references(value)
+
+
+def named_components(paths: Mapping[str, Any], components: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Of `components`, those the operations of `paths` name (and those these name), each section
+    by name. A name with no component stays unresolved: the document's own test finds it."""
+    kept: dict[str, dict[str, Any]] = {section: {} for section in SECTIONS}
+    schemes = {DEFAULT_SECURITY} | {scheme for item in paths.values() for op in item.values()
+                                    for requirement in op["security"] for scheme in requirement}
+    pending = [("securitySchemes", scheme) for scheme in schemes] + list(_references(paths))
+    while pending:
+        section, name = pending.pop()
+        entry = components.get(section, {}).get(name)
+        if entry is None or name in kept.setdefault(section, {}):
+            continue
+        kept[section][name] = entry
+        pending.extend(_references(entry))
+    return {section: dict(sorted(entries.items())) for section, entries in kept.items()}
+
+
 def build_document(routes: Iterable[Route], extra: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """The OpenAPI 3.1 document for exactly the routes being served; `extra` holds the
     components (by section) that served dialects' operations name."""
@@ -90,11 +129,11 @@ def build_document(routes: Iterable[Route], extra: Mapping[str, Mapping[str, Any
             ),
         },
         "paths": paths,
-        "components": _merged({
+        "components": named_components(paths, _merged({
             "securitySchemes": SECURITY_SCHEMES,
             "parameters": PARAMETERS,
             "responses": responses,
             "schemas": SCHEMAS,
-        }, extra or {}),
-        "security": [{"bearer": []}],
+        }, extra or {})),
+        "security": [{DEFAULT_SECURITY: []}],
     }
