@@ -140,7 +140,6 @@ def serve(args: argparse.Namespace) -> int:
     from hermes_server.app import create_app, state_db_preparer
     from hermes_server.cli.listen import ListenError, bind
     from hermes_server.domain.errors import SchemaMismatch
-    from hermes_server.domain.profiles import PROFILES
     from hermes_server.store.migrate import add_columns_now, check_existing
 
     settings, no_auth = settings_from_args(args)
@@ -152,7 +151,7 @@ def serve(args: argparse.Namespace) -> int:
         return 2
 
     # What refuses the start comes first: a refused start leaves the home as it was (no key file).
-    preparer = state_db_preparer(settings, PROFILES[settings.hermes_version])
+    preparer = state_db_preparer(settings)
     try:
         to_add = check_existing(settings.db_path, preparer)
     except SchemaMismatch as exc:

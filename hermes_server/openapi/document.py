@@ -4,9 +4,10 @@ Paths and methods come only from the route table `app.py` composes; each method 
 route carries an `Operation` (summary, responses, body, feature flags), so nothing
 describes a path twice. `/v1/capabilities` reads the same operations.
 
-Of the components, the document keeps exactly those the served operations name, directly
-or through another component, listed by name: a component no served route names is not
-emitted, and the order the tables were merged in cannot change the bytes.
+The components are what the served families, units and dialects describe (each in its own
+schemas module), of which the document keeps exactly those the served operations name,
+directly or through another component, listed by name: a component no served route names
+is not emitted, and the order the parts were composed in cannot change the bytes.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from hermes_server import UPSTREAM_VERSION, __version__
 from hermes_server.http.routing import Operation, Route
-from hermes_server.openapi.schemas import PARAMETERS, RESPONSES, SCHEMAS, SECURITY_SCHEMES, ref
+from hermes_server.openapi.build import Components, ref
 
 # Order in which methods of one path appear in the document.
 _METHOD_ORDER = ("GET", "POST", "PUT", "PATCH", "DELETE")
@@ -26,7 +27,8 @@ SECTIONS = ("securitySchemes", "parameters", "responses", "schemas")
 DEFAULT_SECURITY = "bearer"
 
 
-def _method_rank(method: str) -> tuple[int, str]:
+def method_rank(method: str) -> tuple[int, str]:
+    """Where a method of one path is listed (here and in /v1/capabilities)."""
     return (_METHOD_ORDER.index(method) if method in _METHOD_ORDER else len(_METHOD_ORDER), method)
 
 
@@ -58,7 +60,7 @@ def _operation(route: Route, method: str, op: Operation) -> dict[str, Any]:
 def operations(routes: Iterable[Route]) -> Iterable[tuple[Route, str, Operation]]:
     """Every (route, method, operation), in table order (each method carries its operation)."""
     for route in routes:
-        for method in sorted(route.methods, key=_method_rank):
+        for method in sorted(route.methods, key=method_rank):
             yield route, method, route.methods[method].operation
 
 
@@ -71,10 +73,6 @@ def _session_links(served: list[tuple[Route, str, Operation]]) -> dict[str, Any]
         }
         for route, method, op in served if "{session_id}" in route.template
     }
-
-
-def _merged(components: dict[str, Any], extra: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    return {section: {**entries, **extra.get(section, {})} for section, entries in components.items()}
 
 
 def _references(node: Any) -> Iterator[tuple[str, str]]:
@@ -91,7 +89,7 @@ def _references(node: Any) -> Iterator[tuple[str, str]]:
             yield from _references(value)
 
 
-def named_components(paths: Mapping[str, Any], components: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+def named_components(paths: Mapping[str, Any], components: Components) -> dict[str, dict[str, Any]]:
     """Of `components`, those the operations of `paths` name (and those these name), each section
     by name. A name with no component stays unresolved: the document's own test finds it."""
     kept: dict[str, dict[str, Any]] = {section: {} for section in SECTIONS}
@@ -108,14 +106,16 @@ def named_components(paths: Mapping[str, Any], components: Mapping[str, Mapping[
     return {section: dict(sorted(entries.items())) for section, entries in kept.items()}
 
 
-def build_document(routes: Iterable[Route], extra: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
-    """The OpenAPI 3.1 document for exactly the routes being served; `extra` holds the
-    components (by section) that served dialects' operations name."""
+def build_document(routes: Iterable[Route], components: Components) -> dict[str, Any]:
+    """The OpenAPI 3.1 document for exactly the routes being served, with the components of
+    `components` (by section) their operations name."""
     served = list(operations(routes))
     paths: dict[str, Any] = {}
     for route, method, op in served:
         paths.setdefault(route.template, {})[method.lower()] = _operation(route, method, op)
-    responses = {**RESPONSES, "Session": {**RESPONSES["Session"], "links": _session_links(served)}}
+    named = named_components(paths, components)
+    if "Session" in named["responses"]:
+        named["responses"]["Session"] = {**named["responses"]["Session"], "links": _session_links(served)}
     return {
         "openapi": "3.1.0",
         "info": {
@@ -129,11 +129,6 @@ def build_document(routes: Iterable[Route], extra: Mapping[str, Mapping[str, Any
             ),
         },
         "paths": paths,
-        "components": named_components(paths, _merged({
-            "securitySchemes": SECURITY_SCHEMES,
-            "parameters": PARAMETERS,
-            "responses": responses,
-            "schemas": SCHEMAS,
-        }, extra or {})),
+        "components": named,
         "security": [{DEFAULT_SECURITY: []}],
     }
