@@ -12,9 +12,8 @@ import json
 import sys
 import urllib.error
 import urllib.request
-from pathlib import Path
-
 from dataclasses import replace
+from pathlib import Path
 
 from hermes_server.cli.options import HOME, Option, OptionError, env_text, text
 

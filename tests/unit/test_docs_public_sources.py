@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 # `[#85226]: https://github.com/NousResearch/hermes-agent/pull/85226`, the target of `[#85226]` in the text.
 REFERENCE = re.compile(r"^\[#(\d+)\]: https://github\.com/NousResearch/hermes-agent/(?:pull|issues)/(\d+)$", re.MULTILINE)
+UPSTREAM = "https://github.com/NousResearch/hermes-agent"
 UPSTREAM_LINK = re.compile(r"https://github\.com/NousResearch/hermes-agent/(?:pull|issues)/\d+")
 
 # What a reader cannot follow, each with a sample it must catch.
@@ -84,4 +85,4 @@ def test_each_upstream_number_used_as_a_reference_link_is_defined(page: Path) ->
     text = page.read_text(encoding="utf-8")
     used = set(re.findall(r"\[#(\d+)\](?![(:])", text))
     defined = {number for number, linked in REFERENCE.findall(text) if number == linked}
-    assert used <= defined, f"[#N] without a line `[#N]: https://github.com/NousResearch/hermes-agent/pull/N`: {sorted(used - defined)}"
+    assert used <= defined, f"[#N] without its line `[#N]: {UPSTREAM}/pull/N`: {sorted(used - defined)}"
