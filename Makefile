@@ -61,7 +61,9 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 # Headless Chromium (Debian's package) for the inspector's browser tests: installed when missing
-# and we are root (as in CI); elsewhere those tests skip, saying so (under CI=true they fail).
+# and we are root (as in CI); elsewhere, or with `make test BROWSER=0`, nothing is installed and
+# those tests skip, saying so (under CI=true they fail).
+BROWSER ?= 1
 browser:
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -73,7 +75,7 @@ browser:
 # shared) and end with the 15 slowest tests. More pytest arguments: make test ARGS='-k fork -x'.
 PYTEST := $(BIN)/python -m pytest -q --dist loadfile --durations=15
 # The whole suite, real hermes-agent included (an interop test that skips fails the run here).
-test: $(STAMP) $(UPSTREAM_STAMP) browser
+test: $(STAMP) $(UPSTREAM_STAMP) $(if $(filter 0,$(BROWSER)),,browser)
 	HERMES_UPSTREAM_VENV=$(CURDIR)/$(UPSTREAM_VENV) $(PYTEST) -n 2 $(ARGS)
 
 # The inner loop: everything but the slow, interop and container tests (docs/pytest.md).

@@ -50,6 +50,12 @@ def test_make_test_passes_pytest_arguments_on_and_shows_the_slowest() -> None:
 def test_make_test_brings_the_browser_the_inspector_tests_need() -> None:
     steps = dry_run("test", "-o", ".venv-upstream/.installed")
     assert "apt-get install -y -qq chromium" in steps and steps.index("chromium") < steps.index("pytest")
+    assert "chromium" not in dry_run("test", "-o", ".venv-upstream/.installed", "BROWSER=0")
+
+
+def test_the_readme_says_when_make_test_installs_a_browser_and_how_not_to() -> None:
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert "apt-get" in readme and "chromium" in readme and "make test BROWSER=0" in readme
 
 
 def test_ci_lints_then_runs_the_readme_test_command_then_the_floors() -> None:

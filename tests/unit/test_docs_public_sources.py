@@ -4,7 +4,8 @@ A user has the repository, the installed packages and github.com; they do not ha
 research notes the profiles were built from. So the docs cite upstream by a release, a PR
 or issue URL on github.com/NousResearch/hermes-agent, or a file of the installed package,
 and never by a source-index id, an evidence grade, a section mark or file name of those
-notes, this project's own issue numbers, or a path outside the repository. This test
+notes, this project's own issue numbers, a path outside the repository, or a package name
+no registry serves (hermes-server installs from the repository). This test
 holds every line of those pages to that; the patterns are tried on samples first, so a
 pattern that stops matching fails too.
 """
@@ -32,6 +33,7 @@ INTERNAL = {
         r"hermes-after-0\.\d+|sessions-api\.md|DECISIONS\.md|\.\./shared/|/work/|\bQ\d+ of the spec\b"),
     "this project's issue number": re.compile(r"\b[Ii]ssues? #?\d+\b|\(#\d{1,3}\)"),
     "an upstream number without its link": re.compile(r"(?<![\w/\[])#\d{4,}\b"),
+    "a package name no registry serves": re.compile(r"pip install ['\"]?hermes-server(?![\w/.-])"),
 }
 CAUGHT = {
     "a source-index id": ["(read_file id 66604027870)", "ids 66455427443 and 5761", "id 71450118297"],
@@ -40,6 +42,7 @@ CAUGHT = {
     "an internal file": ["`hermes-after-0.19.md`", "(`../shared/oracle/setup.sh`)", "open question Q5 of the spec"],
     "this project's issue number": ["(before issue 14)", "issue 20; tested in", "served (issues 1–10)", "fixed (#20)"],
     "an upstream number without its link": ["Session-stream runs (0.20+, #85226)", "open PR #96507"],
+    "a package name no registry serves": ["(`pip install hermes-server`, or", "pip install 'hermes-server[yaml]'"],
 }
 ALLOWED = [
     "[#85226](https://github.com/NousResearch/hermes-agent/pull/85226)",
@@ -50,6 +53,7 @@ ALLOWED = [
     "\"started_at\": 1767225600.0, \"clock\": 1893456000",
     "Compose v1, schema v22 to v30",
     "the release tag v2026.8.18",
+    "`pip install path/to/hermes-server`, `pip install hermes-server-main/`",
 ]
 
 
