@@ -28,7 +28,7 @@ normalisation: timestamps (`started_at`, `ended_at`, `last_active`, `timestamp`,
 `created`) become `<ts>`, generated ids (`api_<secs>_<8 hex>`) become `<gen-N>` in
 order of first appearance on each side.
 
-A case may declare an expected deviation (D1–D6 in ../shared/spec/DECISIONS.md) and
+A case may declare an expected deviation (D1–D6 in docs/differences.md) and
 hermes-server's own answer for it; such differences are counted separately and the
 declared answer is checked too. The exit status is 0 only when there is no
 unexpected difference.
