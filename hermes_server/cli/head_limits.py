@@ -234,7 +234,8 @@ class HeadScanner:
             self._begin(_Part.VALUE)
             start = found.start()
         self._grow(data, start, stop)
-        first = self._lines == 1
-        if self._size - self._cr + (self._name if first else 0) > limit:
-            return Refusal(Limit.FIRST_FIELD if first else Limit.VALUE, limit, bytes(self._shown), self._name_shown)
+        first, value = self._lines == 1, self._size - self._cr  # a CR that ends the line is not the value's
+        if value + (self._name if first else 0) > limit:
+            return Refusal(Limit.FIRST_FIELD if first else Limit.VALUE, limit, bytes(self._shown[:value]),
+                           self._name_shown)
         return None
