@@ -88,6 +88,7 @@ TIERS: dict[str, tuple[str, ...]] = {
     "tests/api/test_migration_advice.py::test_hermes_version_alone_does_not_migrate": ("interop",),
     "tests/api/test_storage.py::test_upstream_sessiondb_reads_and_writes_our_state_db": ("interop",),
     "tests/reliability/test_other_processes.py::test_upstream_sessiondb_opening_and_closing_the_file": ("interop",),
+    "tests/api/test_head_limits.py::test_the_table_is_upstreams": ("interop",),
     # Tests of in_process modules that need their own server's process (exit status, start-up output).
     "tests/api/test_agent_delay.py::test_bad_values_are_refused": ("subprocess",),
     "tests/api/test_fixtures.py::test_serve_refuses_a_bad_fixture": ("subprocess", "slow"),

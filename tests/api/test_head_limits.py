@@ -239,7 +239,6 @@ def test_the_flags_move_each_limit(tmp_path: Path) -> None:
         small.stop()
 
 
-@pytest.mark.interop
 def test_the_table_is_upstreams(tmp_path: Path) -> None:
     """The same heads against hermes-agent 0.19.0's own server: accepted up to each `most`, refused past
     it with the body the table gives; its largest and padded heads taken."""
