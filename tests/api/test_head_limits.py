@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.server import RunningServer, start_server
-from tests.support.upstream import upstream_api_server
+from tests.support.upstream_api import UpstreamServer
 
 pytestmark = pytest.mark.in_process
 
@@ -242,7 +242,8 @@ def test_the_flags_move_each_limit(tmp_path: Path) -> None:
 def test_the_table_is_upstreams(tmp_path: Path) -> None:
     """The same heads against hermes-agent 0.19.0's own server: accepted up to each `most`, refused past
     it with the body the table gives; its largest and padded heads taken."""
-    with upstream_api_server(tmp_path / "upstream") as port:
+    with UpstreamServer(tmp_path / "upstream") as upstream:
+        port = upstream.port
         for boundary in BOUNDARIES:
             assert_accepted(exchange(port, boundary.build(boundary.most)))
             n = boundary.most + 1
