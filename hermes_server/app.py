@@ -234,6 +234,8 @@ class HermesApp:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings = with_defaults(settings, KNOWN)
+        # First: an unusable --agent configuration (ValueError) is refused before any store opens a file.
+        agent = build_agent(settings)
         gates = None
         if settings.fixture_api:
             from hermes_server.testing.storage_gate import StorageGates
@@ -259,7 +261,7 @@ class HermesApp:
         clock, turns = Clock(settings.deterministic), TurnTasks()
         behaviour = release.behaviour(settings)
         self.context = ctx = AppContext(
-            settings=settings, db=db, agent=build_agent(settings), clock=clock,
+            settings=settings, db=db, agent=agent, clock=clock,
             ids=IdSource(settings.deterministic), routes=routes, state=state, turns=turns,
             replays=ReplayCache(), runs=Runs(clock, behaviour.run_keys),
             response_store=ResponseStore(settings.response_store_path),

@@ -80,6 +80,9 @@ class Behaviour:
         stored_history)
     # D10: whether a response stream sends upstream's events only.
     upstream_response_events: bool = False
+    # D11: whether a request head past a limit is refused with 0.19.0's own text (the transport
+    # reads this when the server is built: cli/serve.py).
+    upstream_head_refusals: bool = False
 
 
 @dataclass(kw_only=True)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Differential check: send the same requests to upstream hermes-agent 0.19.0 and to hermes-server.
 
-Over 400 lines on purpose: most of it is the request table (358 cases), kept in one file so
+Over 400 lines on purpose: most of it is the request table (364 cases), kept in one file so
 the whole conformance set reads top to bottom.
 
 Usage (from the repository root):
@@ -28,7 +28,7 @@ normalisation: timestamps (`started_at`, `ended_at`, `last_active`, `timestamp`,
 `created`) become `<ts>`, generated ids (`api_<secs>_<8 hex>`) become `<gen-N>` in
 order of first appearance on each side.
 
-A case may declare an expected deviation (D1–D6 in ../shared/spec/DECISIONS.md) and
+A case may declare an expected deviation (D1–D11 in docs/differences.md) and
 hermes-server's own answer for it; such differences are counted separately and the
 declared answer is checked too. The exit status is 0 only when there is no
 unexpected difference.
@@ -69,6 +69,7 @@ from oracle_common import (
 PORTS = rebased({("oracle", "key"): 18800, ("oracle", "nokey"): 18802, ("oracle", "broken"): 18804,
                  ("ours", "key"): 18810, ("ours", "nokey"): 18811, ("ours", "broken"): 18812})
 LIMIT = 10_000_000
+HEAD_FIELD = 8190  # 0.19.0's most bytes of a request target and of a header value
 TIMESTAMP_KEYS = ("started_at", "ended_at", "last_active", "timestamp", "created")
 _TS_RE = re.compile(r'"(' + "|".join(TIMESTAMP_KEYS) + r')": -?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?')
 _GEN_RE = re.compile(r"api_\d{6,12}_[0-9a-f]{8}")
@@ -243,6 +244,19 @@ def build_cases() -> list[Case]:
     add(Case("T108 exactly the limit", "POST", "/api/sessions",
              js({"id": "big"}) + b" " * (LIMIT - len(js({"id": "big"})))))
     add(Case("chunked under the limit", "POST", "/api/sessions", lambda: iter([b'{"id": ', b'"chunky"}'])))
+
+    # -- request heads: 0.19.0's limits (D11 past them) ---------------------------------
+    chain = "X-AIP-Delegation-Chain"
+    add(Case("target of 8,190 bytes", "GET", "/health?" + "a" * (HEAD_FIELD - 8), auth=None))
+    add(Case("D11 target of 8,191 bytes", "GET", "/health?" + "a" * (HEAD_FIELD - 7), auth=None, deviation="D11",
+             ours=(400, envelope("request_target_too_long", "Request target (path and query) longer than 8190 bytes."))))
+    add(Case("header value of 8,190 bytes", "GET", "/api/sessions?limit=1", headers={chain: "c" * HEAD_FIELD}))
+    add(Case("D11 header value of 8,191 bytes", "GET", "/api/sessions?limit=1", headers={chain: "c" * (HEAD_FIELD + 1)},
+             deviation="D11", ours=(400, envelope("request_header_too_large", f"Request header '{chain}' too large: "
+                                                  "its value passes 8190 bytes."))))
+    add(Case("128 header lines", "GET", "/health", auth=None, headers={f"X-H{i}": "v" for i in range(127)}))
+    add(Case("D11 129 header lines", "GET", "/health", auth=None, headers={f"X-H{i}": "v" for i in range(128)},
+             deviation="D11", ours=(400, envelope("too_many_headers", "More than 128 request headers."))))
 
     # -- list ----------------------------------------------------------------------
     for q in ["limit=0", "limit=-1", "limit=abc", "limit=1.5", "limit=500", "limit=1_0", "limit=%201%20",
@@ -626,7 +640,7 @@ def compare(cases: Iterable[Case], verbose: bool, quirks: bool = False) -> int:
         per_deviation[case.deviation] = per_deviation.get(case.deviation, 0) + 1
         print(f"expected  {case.deviation} {case.name}\n  oracle: {show(a)}\n  ours:   {show(b)}")
     total = same + expected + unexpected + declared_wrong + unexercised
-    print(f"\n{total} requests: {same} identical, {expected} expected differences (D1-D6), "
+    print(f"\n{total} requests: {same} identical, {expected} expected differences (declared deviations), "
           f"{unexpected} unexpected differences, {declared_wrong} deviations answered otherwise than declared, "
           f"{unexercised} declared deviations not observed")
     print("by server pair: " + ", ".join(f"{pair} {n}" for pair, n in per_pair.items()))

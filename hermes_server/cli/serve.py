@@ -7,7 +7,8 @@ import ipaddress
 import signal
 import sqlite3
 import sys
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hermes_server import UPSTREAM_VERSION
 from hermes_server.cli.options import SERVE_OPTIONS, OptionError, resolve_all
@@ -19,6 +20,8 @@ from hermes_server.http.logs import configure_logging, say
 
 if TYPE_CHECKING:
     import uvicorn
+
+    from hermes_server.app import HermesApp
 
 
 def _is_loopback(host: str) -> bool:
@@ -58,13 +61,14 @@ def _exit_after_shutdown(signum: int, frame: object) -> None:
     raise SystemExit(0)
 
 
-def _announce_key(settings: Settings, no_auth: bool) -> Settings | str:
-    """Settings with the key to require (the kept one when none was given), or a refusal."""
+def _announce_key(settings: Settings, no_auth: bool) -> tuple[Settings, Path | None] | str:
+    """Settings with the key to require (the kept one when none was given) and the key file this
+    call wrote (None when it wrote none), or a refusal."""
     from hermes_server.cli.keyfile import KeyFileError, stored_key
 
     fmt = settings.log_format
     if settings.api_key is not None or no_auth:
-        return settings
+        return settings, None
     try:
         kept = stored_key(settings.home)
     except KeyFileError as exc:
@@ -76,7 +80,8 @@ def _announce_key(settings: Settings, no_auth: bool) -> Settings | str:
     else:
         say(f"API key read from {kept.path} (send as 'Authorization: Bearer <key>'; "
             "delete the file for a new key, or set API_SERVER_KEY)", fmt)
-    return Settings(**{**settings.__dict__, "api_key": kept.key})
+    written = kept.path if kept.generated and not kept.not_kept else None
+    return Settings(**{**settings.__dict__, "api_key": kept.key}), written
 
 
 def _warn_unusable_home(settings: Settings) -> None:
@@ -102,12 +107,13 @@ def serving_line(settings: Settings) -> str:
     return line
 
 
-def uvicorn_config(app: Any, settings: Settings) -> uvicorn.Config:
+def uvicorn_config(app: HermesApp, settings: Settings) -> uvicorn.Config:
     """uvicorn's settings for this app: the one place they are chosen (the suite's in-process
     servers use them too). Imported here, not at the top: `hermes-server --help` stays light."""
     import uvicorn
 
-    from hermes_server.cli.transport import HeadLimits, protocol_for
+    from hermes_server.cli.head_limits import HeadLimits
+    from hermes_server.cli.transport import protocol_for
 
     return uvicorn.Config(
         app,
@@ -126,9 +132,11 @@ def uvicorn_config(app: Any, settings: Settings) -> uvicorn.Config:
         # says int, but it waits with asyncio.wait_for, which takes fractions (--shutdown-grace 0.5).
         timeout_graceful_shutdown=settings.shutdown_grace_seconds,  # type: ignore[arg-type]
         lifespan="on",
-        # httptools with byte limits on the request head (cli/transport.py).
-        http=protocol_for(HeadLimits(settings.max_request_line, settings.max_header_bytes,
-                                     settings.max_head_bytes, settings.max_request_bytes)),
+        # httptools with limits on the request head (cli/transport.py), refused as 0.19.0 does under
+        # --upstream-quirks (D11's unit says so: units/upstream_head_refusals.py).
+        http=protocol_for(HeadLimits(settings.max_request_line, settings.max_header_bytes, settings.max_headers,
+                                     settings.max_head_bytes, settings.max_request_bytes),
+                          upstream=app.context.behaviour.upstream_head_refusals),
     )
 
 
@@ -146,7 +154,16 @@ def serve(args: argparse.Namespace) -> int:
     fmt = settings.log_format
     configure_logging(settings.log_level, fmt)
 
+    # The socket first, then what else refuses the start, then what writes: a refused start (a port in
+    # use, a refused schema or fixture, an unusable agent) writes no key file and opens no store.
+    try:
+        sock = bind(settings.host, settings.port)
+    except ListenError as exc:
+        say(str(exc), fmt, level="error", stream=sys.stderr)
+        return 2
+
     def refuse(message: str) -> int:
+        sock.close()
         say(message, fmt, level="error", stream=sys.stderr)
         return 2
 
@@ -173,7 +190,7 @@ def serve(args: argparse.Namespace) -> int:
     keyed = _announce_key(settings, no_auth)
     if isinstance(keyed, str):
         return refuse(keyed)
-    settings = keyed
+    settings, written = keyed
     if no_auth and not _is_loopback(settings.host):
         say(f"--no-auth on non-loopback address {settings.host}: anyone who can reach it can read and change "
             "sessions.", fmt, level="warning", stream=sys.stderr)
@@ -182,14 +199,12 @@ def serve(args: argparse.Namespace) -> int:
             fmt, level="warning", stream=sys.stderr)
     try:
         app = create_app(settings)
-    except ValueError as exc:  # an unusable --agent configuration
+    except ValueError as exc:  # an unusable --agent configuration, found before any store opened a file
+        if written is not None:  # the key this refused start generated: the home is left as it was
+            written.unlink(missing_ok=True)
         return refuse(str(exc))
     if sys.stderr.isatty():
         _warn_unusable_home(settings)
-    try:
-        sock = bind(settings.host, settings.port)
-    except ListenError as exc:
-        return refuse(str(exc))
     say(serving_line(settings), fmt)
     # sse-starlette would cut every open stream the moment SIGTERM arrives; a stream is an
     # in-flight request like any other, so it gets the same grace period (below) to finish.
