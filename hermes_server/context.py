@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any
 from hermes_server.agents.base import Agent
 from hermes_server.chat.hooks import NO_HOOKS, Hooks
 from hermes_server.chat.replay import ReplayCache
-from hermes_server.chat.runs import UNTRACKED_STREAMS, Runs, StreamRuns
+from hermes_server.chat.runs import Runs
 from hermes_server.chat.slots import Slots
+from hermes_server.chat.stream_runs import UNTRACKED_STREAMS, StreamRuns
 from hermes_server.chat.tasks import TurnTasks
 from hermes_server.config import Settings
 from hermes_server.domain.clock import Clock

@@ -20,10 +20,9 @@ As upstream keeps them, in memory only:
   gone reads `interrupted` (`hydrate`).
 
 A 0.20+ session stream (`/api/sessions/{id}/chat/stream`) registers its run here too, without
-an event queue, so status, stop and steer reach it by its `run_id`.
+an event queue, so status, stop and steer reach it by its `run_id` (chat/stream_runs.py).
 
-The turn itself is an ordinary chat turn (`chat/turn.py`) on the run's session with
-the history the request gave (never state.db's), run in a task the server owns.
+The turn itself runs in a task the server owns (chat/run_task.py).
 """
 
 from __future__ import annotations
@@ -34,12 +33,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_server.agents.base import AgentEvent, Delta, Progress, ToolEvent
-from hermes_server.chat.interrupt import Stop, TurnStopped
-from hermes_server.chat.turn import ChatTurn, TurnContext, run_turn
-from hermes_server.domain.content import normalize_content
-from hermes_server.domain.redact import redact
-from hermes_server.domain.run_input import stored_user_message
+from hermes_server.chat.interrupt import Stop
 from hermes_server.domain.run_keys import SETTLED, interrupted
 from hermes_server.store.runs_idempotency import NO_RUN_KEYS, RunKeys
 
@@ -280,166 +274,3 @@ class Runs:
     def active_count(self) -> int:
         """Runs queued, running or waiting for an approval (as /health/detailed counts them)."""
         return sum(s.get("status") in ("queued", "running", "waiting_for_approval") for s in self.statuses.values())
-
-
-class StreamRun:
-    """The run a session chat stream's turn is, as that stream reports to it. This base is
-    0.19.0's: the stream's `run_id` names no run, so there is nothing to stop and nothing to record."""
-
-    stop: Stop | None = None
-
-    @property
-    def pending_steer(self) -> str | None:
-        """Steer text the agent never took (always none without a run to steer)."""
-        return None
-
-    def attach(self, task: asyncio.Task[Any]) -> None:
-        """The task running the turn."""
-
-    def completed(self, usage: dict[str, Any], steer: dict[str, Any]) -> None:
-        """The turn answered (`steer`: its `pending_steer`, when the agent never took it)."""
-
-    def failed(self, error: str) -> None:
-        """The turn failed with the (redacted) `error` its stream reported."""
-
-    def cancelled(self) -> None:
-        """A stop ended the turn."""
-
-    def ended(self) -> None:
-        """The turn is over, however it ended."""
-
-
-class TrackedStreamRun(StreamRun):
-    """A session stream's run registered in `runs` (0.20+): `GET /v1/runs/{id}` reads its status, stop
-    and steer reach its turn."""
-
-    def __init__(self, runs: Runs, run_id: str, live: LiveRun) -> None:
-        self.runs, self.run_id, self.live = runs, run_id, live
-        self.stop = live.stop
-
-    @property
-    def pending_steer(self) -> str | None:
-        return self.live.pending_steer
-
-    def attach(self, task: asyncio.Task[Any]) -> None:
-        self.live.task = task
-
-    def completed(self, usage: dict[str, Any], steer: dict[str, Any]) -> None:
-        self.runs.set_status(self.run_id, "completed", usage=usage, last_event="run.completed", **steer)
-
-    def failed(self, error: str) -> None:
-        self.runs.set_status(self.run_id, "failed", error=error, last_event="run.failed")
-
-    def cancelled(self) -> None:
-        self.runs.set_status(self.run_id, "cancelled", last_event="run.cancelled")
-
-    def ended(self) -> None:
-        self.runs.live.pop(self.run_id, None)
-
-
-@dataclass(frozen=True)
-class StreamRuns:
-    """What a release makes of a session chat stream's `run_id`: nothing (0.19.0, `tracked` false),
-    or a run of its own (`TrackedStreamRun`)."""
-
-    tracked: bool = False
-
-    def start(self, runs: Runs, run_id: str, session_id: str, model: Any) -> StreamRun:
-        """The stream's run, registered (running, without an event queue) when the release tracks it."""
-        if not self.tracked:
-            return StreamRun()
-        return TrackedStreamRun(runs, run_id, runs.register(run_id, session_id, model, queued=False))
-
-
-UNTRACKED_STREAMS = StreamRuns()
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """What a validated submit hands to the run task."""
-
-    run_id: str
-    session_id: Any
-    user_message: Any
-    history: list[dict[str, Any]]
-    instructions: Any
-    session_key: str | None
-    origin: Any
-    prompt: Any  # the user message as the model is given it (see `ChatTurn.prompt`)
-
-
-class _RunEvents:
-    """Agent events as run events, with upstream's keys."""
-
-    def __init__(self, runs: Runs, run_id: str, live: LiveRun) -> None:
-        self.runs = runs
-        self.run_id = run_id
-        self.live = live
-
-    def __call__(self, event: AgentEvent) -> None:
-        runs, run_id, now = self.runs, self.run_id, self.runs.now()
-        if isinstance(event, Delta):
-            if event.text:
-                runs.enqueue(run_id, {"event": "message.delta", "run_id": run_id, "timestamp": now,
-                                      "delta": event.text})
-        elif isinstance(event, Progress):
-            runs.push(run_id, {"event": "reasoning.available", "run_id": run_id, "timestamp": now,
-                               "text": event.text or ""})
-        elif isinstance(event, ToolEvent):
-            key = event.call_id or event.tool_name or ""
-            if event.kind == "started":
-                self.live.tool_started[key] = now
-                runs.push(run_id, {"event": "tool.started", "run_id": run_id, "timestamp": now,
-                                   "tool": event.tool_name, "preview": event.preview})
-            else:
-                began = self.live.tool_started.pop(key, now)
-                runs.push(run_id, {"event": "tool.completed", "run_id": run_id, "timestamp": now,
-                                   "tool": event.tool_name, "duration": round(now - began, 3),
-                                   "error": event.kind == "failed"})
-
-
-def _turn(spec: RunSpec, live: LiveRun) -> ChatTurn:
-    """The chat turn of a run; a value upstream's agent cannot take fails the run, as there, in its words:
-    a session id before anything is written, an instruction (`run_turn`) after the user row."""
-    if not isinstance(spec.session_id, str):
-        raise TypeError(f"str expected, not {type(spec.session_id).__name__}")
-    spec.session_id.encode("utf-8")  # a lone surrogate raises here, as it fails 0.19.0's store, before any write
-    return ChatTurn(spec.session_id, stored_user_message(spec.user_message), spec.instructions or None,
-                    spec.session_key, history=spec.history, origin=spec.origin,
-                    stop=live.stop, approvals=live.approvals, prompt=normalize_content(spec.prompt))
-
-
-async def run_in_background(ctx: TurnContext, runs: Runs, spec: RunSpec, live: LiveRun) -> None:
-    """The run's task: the turn, then exactly one terminal event and the end of the queue."""
-    run_id = spec.run_id
-    try:
-        runs.set_status(run_id, "running")
-        if live.stop.is_set():  # stopped before its turn began: nothing is written
-            raise TurnStopped()
-        outcome = await run_turn(ctx, _turn(spec, live), _RunEvents(runs, run_id, live))
-    except (TurnStopped, asyncio.CancelledError) as exc:
-        # Stopped, or cancelled by a shutdown that no longer waits (upstream's `_finish("cancelled")`).
-        runs.enqueue(run_id, {"event": "run.cancelled", "run_id": run_id, "timestamp": runs.now()})
-        runs.set_status(run_id, "cancelled", last_event="run.cancelled")
-        if isinstance(exc, asyncio.CancelledError):
-            raise
-    except Exception as exc:  # noqa: BLE001 - a failed run is reported, never raised
-        log.warning("run %s failed (%s)", run_id, type(exc).__name__)
-        error = redact(str(exc))
-        runs.set_status(run_id, "failed", error=error, last_event="run.failed")
-        runs.enqueue(run_id, {"event": "run.failed", "run_id": run_id, "timestamp": runs.now(), "error": error})
-    else:
-        if live.stop.is_set():  # finished anyway after a stop: the stop wins, the output is not kept
-            runs.enqueue(run_id, {"event": "run.cancelled", "run_id": run_id, "timestamp": runs.now()})
-            runs.set_status(run_id, "cancelled", last_event="run.cancelled")
-        else:
-            usage = outcome.usage.public()
-            # Steer text the agent never took rides on the terminal event and status (0.20+).
-            extra = {"pending_steer": live.pending_steer} if live.pending_steer else {}
-            runs.enqueue(run_id, {"event": "run.completed", "run_id": run_id, "timestamp": runs.now(),
-                                  "output": outcome.final_text, "usage": usage, **extra})
-            runs.set_status(run_id, "completed", output=outcome.final_text, usage=usage,
-                            last_event="run.completed", **extra)
-    finally:
-        runs.enqueue(run_id, None)
-        runs.live.pop(run_id, None)

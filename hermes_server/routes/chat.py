@@ -20,7 +20,7 @@ from starlette.responses import Response
 from hermes_server.agents.base import AgentEvent, Delta, Progress, ToolEvent
 from hermes_server.api.session_key import session_key
 from hermes_server.chat.interrupt import TurnStopped
-from hermes_server.chat.runs import StreamRun
+from hermes_server.chat.stream_runs import StreamRun
 from hermes_server.chat.turn import ChatTurn, answer, run_turn
 from hermes_server.context import AppContext
 from hermes_server.domain import route_ids

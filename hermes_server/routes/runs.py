@@ -20,7 +20,8 @@ from starlette.responses import Response
 
 from hermes_server.api.errors import crashing_non_object, invalid_field
 from hermes_server.api.session_key import session_key
-from hermes_server.chat.runs import APPROVAL_CHOICES, LiveRun, RunSpec, run_in_background
+from hermes_server.chat.run_task import RunSpec, run_in_background
+from hermes_server.chat.runs import APPROVAL_CHOICES, LiveRun
 from hermes_server.chat.slots import Admission
 from hermes_server.context import AppContext
 from hermes_server.domain import route_ids, run_keys

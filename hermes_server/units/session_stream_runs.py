@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from hermes_server.chat.runs import StreamRuns
+from hermes_server.chat.stream_runs import StreamRuns
 from hermes_server.config import Settings
 from hermes_server.context import Behaviour
 from hermes_server.openapi.runs_schemas import PARAMETERS, RESPONSES

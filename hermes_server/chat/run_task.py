@@ -1,0 +1,114 @@
+"""The task of one structured run (`POST /v1/runs`): its turn, then exactly one terminal event.
+
+The turn is an ordinary chat turn (chat/turn.py) on the run's session with the history the
+request gave (never state.db's); its events become the run's (`message.delta`, tool and
+reasoning events), and its end the run's status (chat/runs.py keeps both).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from hermes_server.agents.base import AgentEvent, Delta, Progress, ToolEvent
+from hermes_server.chat.interrupt import TurnStopped
+from hermes_server.chat.runs import LiveRun, Runs
+from hermes_server.chat.turn import ChatTurn, TurnContext, run_turn
+from hermes_server.domain.content import normalize_content
+from hermes_server.domain.redact import redact
+from hermes_server.domain.run_input import stored_user_message
+
+log = logging.getLogger("hermes_server.chat")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """What a validated submit hands to the run task."""
+
+    run_id: str
+    session_id: Any
+    user_message: Any
+    history: list[dict[str, Any]]
+    instructions: Any
+    session_key: str | None
+    origin: Any
+    prompt: Any  # the user message as the model is given it (see `ChatTurn.prompt`)
+
+
+class _RunEvents:
+    """Agent events as run events, with upstream's keys."""
+
+    def __init__(self, runs: Runs, run_id: str, live: LiveRun) -> None:
+        self.runs = runs
+        self.run_id = run_id
+        self.live = live
+
+    def __call__(self, event: AgentEvent) -> None:
+        runs, run_id, now = self.runs, self.run_id, self.runs.now()
+        if isinstance(event, Delta):
+            if event.text:
+                runs.enqueue(run_id, {"event": "message.delta", "run_id": run_id, "timestamp": now,
+                                      "delta": event.text})
+        elif isinstance(event, Progress):
+            runs.push(run_id, {"event": "reasoning.available", "run_id": run_id, "timestamp": now,
+                               "text": event.text or ""})
+        elif isinstance(event, ToolEvent):
+            key = event.call_id or event.tool_name or ""
+            if event.kind == "started":
+                self.live.tool_started[key] = now
+                runs.push(run_id, {"event": "tool.started", "run_id": run_id, "timestamp": now,
+                                   "tool": event.tool_name, "preview": event.preview})
+            else:
+                began = self.live.tool_started.pop(key, now)
+                runs.push(run_id, {"event": "tool.completed", "run_id": run_id, "timestamp": now,
+                                   "tool": event.tool_name, "duration": round(now - began, 3),
+                                   "error": event.kind == "failed"})
+
+
+def _turn(spec: RunSpec, live: LiveRun) -> ChatTurn:
+    """The chat turn of a run; a value upstream's agent cannot take fails the run, as there, in its words:
+    a session id before anything is written, an instruction (`run_turn`) after the user row."""
+    if not isinstance(spec.session_id, str):
+        raise TypeError(f"str expected, not {type(spec.session_id).__name__}")
+    spec.session_id.encode("utf-8")  # a lone surrogate raises here, as it fails 0.19.0's store, before any write
+    return ChatTurn(spec.session_id, stored_user_message(spec.user_message), spec.instructions or None,
+                    spec.session_key, history=spec.history, origin=spec.origin,
+                    stop=live.stop, approvals=live.approvals, prompt=normalize_content(spec.prompt))
+
+
+async def run_in_background(ctx: TurnContext, runs: Runs, spec: RunSpec, live: LiveRun) -> None:
+    """The run's task: the turn, then exactly one terminal event and the end of the queue."""
+    run_id = spec.run_id
+    try:
+        runs.set_status(run_id, "running")
+        if live.stop.is_set():  # stopped before its turn began: nothing is written
+            raise TurnStopped()
+        outcome = await run_turn(ctx, _turn(spec, live), _RunEvents(runs, run_id, live))
+    except (TurnStopped, asyncio.CancelledError) as exc:
+        # Stopped, or cancelled by a shutdown that no longer waits (upstream's `_finish("cancelled")`).
+        runs.enqueue(run_id, {"event": "run.cancelled", "run_id": run_id, "timestamp": runs.now()})
+        runs.set_status(run_id, "cancelled", last_event="run.cancelled")
+        if isinstance(exc, asyncio.CancelledError):
+            raise
+    except Exception as exc:  # noqa: BLE001 - a failed run is reported, never raised
+        log.warning("run %s failed (%s)", run_id, type(exc).__name__)
+        error = redact(str(exc))
+        runs.set_status(run_id, "failed", error=error, last_event="run.failed")
+        runs.enqueue(run_id, {"event": "run.failed", "run_id": run_id, "timestamp": runs.now(), "error": error})
+    else:
+        if live.stop.is_set():  # finished anyway after a stop: the stop wins, the output is not kept
+            runs.enqueue(run_id, {"event": "run.cancelled", "run_id": run_id, "timestamp": runs.now()})
+            runs.set_status(run_id, "cancelled", last_event="run.cancelled")
+        else:
+            usage = outcome.usage.public()
+            # Steer text the agent never took rides on the terminal event and status (0.20+).
+            extra = {"pending_steer": live.pending_steer} if live.pending_steer else {}
+            runs.enqueue(run_id, {"event": "run.completed", "run_id": run_id, "timestamp": runs.now(),
+                                  "output": outcome.final_text, "usage": usage, **extra})
+            runs.set_status(run_id, "completed", output=outcome.final_text, usage=usage,
+                            last_event="run.completed", **extra)
+    finally:
+        runs.enqueue(run_id, None)
+        runs.live.pop(run_id, None)
