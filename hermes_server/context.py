@@ -81,8 +81,8 @@ class Behaviour:
         stored_history)
     # D10: whether a response stream sends upstream's events only.
     upstream_response_events: bool = False
-    # D11: whether a request head past a limit is refused with 0.19.0's own text (the transport
-    # reads this when the server is built: cli/serve.py).
+    # D11: whether a request head past a limit is refused with 0.19.0's own text (the transport,
+    # cli/transport.py, reads it from the built app: such a head never reaches a handler).
     upstream_head_refusals: bool = False
 
 

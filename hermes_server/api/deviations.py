@@ -6,7 +6,8 @@ here, or an edge or domain error type), and `SWAPS` says what 0.19.0 answers ins
 quirk is one unit of the app (hermes_server/units/): while its quirk is on (`--upstream-quirks`),
 the unit swaps in the rows `swap_rows` gives for it, once, when the app is built; a quirk left
 off adds no row, so the request path never asks. The deviations that are behaviours (D2, D3, D6's
-instructions, D9, D10, D11) are units that set a strategy instead.
+instructions, D9, D10) are units that set a strategy instead; D11 (request heads) is decided
+by the transport before the app (cli/transport.py).
 """
 
 from __future__ import annotations

@@ -114,7 +114,6 @@ def uvicorn_config(app: HermesApp, settings: Settings) -> uvicorn.Config:
 
     from hermes_server.cli.head_limits import HeadLimits
     from hermes_server.cli.transport import protocol_for
-
     return uvicorn.Config(
         app,
         log_level=settings.log_level,
@@ -133,7 +132,7 @@ def uvicorn_config(app: HermesApp, settings: Settings) -> uvicorn.Config:
         timeout_graceful_shutdown=settings.shutdown_grace_seconds,  # type: ignore[arg-type]
         lifespan="on",
         # httptools with limits on the request head (cli/transport.py), refused as 0.19.0 does under
-        # --upstream-quirks (D11's unit says so: units/upstream_head_refusals.py).
+        # --upstream-quirks.
         http=protocol_for(HeadLimits(settings.max_request_line, settings.max_header_bytes, settings.max_headers,
                                      settings.max_head_bytes, settings.max_request_bytes),
                           upstream=app.context.behaviour.upstream_head_refusals),

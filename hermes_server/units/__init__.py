@@ -22,6 +22,7 @@ from hermes_server.units import (
     duplicated_response_history,
     fork_takes_over_messages,
     gateway_auth,
+    head_limits_text_400,
     lax_create_ids,
     message_paging,
     model_options,
@@ -35,7 +36,6 @@ from hermes_server.units import (
     session_stream_runs,
     unserved_0_21,
     upstream_answers,
-    upstream_head_refusals,
 )
 from hermes_server.units.unit import Unit
 
@@ -63,7 +63,7 @@ QUIRK_UNITS: Mapping[Quirk, Unit] = {
     Quirk.BAD_INPUT_500: bad_input_500.UNIT,
     Quirk.DUPLICATED_RESPONSE_HISTORY: duplicated_response_history.UNIT,
     Quirk.NO_CONTENT_PART_EVENTS: no_content_part_events.UNIT,
-    Quirk.HEAD_LIMITS_TEXT_400: upstream_head_refusals.UNIT,
+    Quirk.HEAD_LIMITS_TEXT_400: head_limits_text_400.UNIT,
 }
 
 
