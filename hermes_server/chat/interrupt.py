@@ -63,6 +63,7 @@ async def stoppable(events: AsyncIterator[AgentEvent], stop: Stop | None) -> Asy
         return
     iterator = events.__aiter__()
     waiter = asyncio.ensure_future(stop.requested.wait())
+    step: asyncio.Future[AgentEvent] | None = None
     try:
         while True:
             if stop.is_set():
@@ -82,6 +83,12 @@ async def stoppable(events: AsyncIterator[AgentEvent], stop: Stop | None) -> Asy
             yield event
     finally:
         waiter.cancel()
+        # A cancelled turn (a shutdown past its drain) leaves the agent's step running inside the
+        # iterator: it must end before the iterator is closed, or closing it raises "aclose():
+        # asynchronous generator is already running" in place of the cancellation.
+        if step is not None and not step.done():
+            step.cancel()
+            await asyncio.gather(step, return_exceptions=True)
         aclose = getattr(iterator, "aclose", None)
         if aclose is not None:
             await aclose()
