@@ -14,6 +14,7 @@ from typing import Any
 from starlette.responses import Response
 
 from hermes_server.api.deviations import CrashingInput, Deviation
+from hermes_server.chat import failures
 from hermes_server.domain.content import ContentError
 from hermes_server.domain.errors import (
     AgentFailed,
@@ -119,8 +120,9 @@ HERMES_ERRORS = ErrorMap({
     ContentError: _api(lambda exc: ApiError(400, exc.message, exc.code, exc.param)),
     MessagesError: _api(_messages_error),
     DocumentError: _api(lambda exc: ApiError(400, str(exc), exc.code, exc.path)),
-    AgentFailed: _api(lambda exc: server_error(str(exc.cause) or "Internal server error")),
-    CompletionFailed: _api(lambda exc: ApiError(500, f"Internal server error: {exc.cause}", type_="server_error")),
+    AgentFailed: _api(lambda exc: server_error(failures.reported(exc.cause) or "Internal server error")),
+    CompletionFailed: _api(lambda exc: ApiError(500, f"Internal server error: {failures.reported(exc.cause)}",
+                                                type_="server_error")),
     TooManyRuns: _api(lambda exc: ApiError(429, str(exc), "rate_limit_exceeded", type_="rate_limit_error",
                                            headers={"Retry-After": "1"})),
     LockRefused: _api(lambda exc: ApiError(exc.status, exc.message, exc.code, exc.param)),

@@ -28,8 +28,8 @@ import logging
 from typing import Any, Protocol
 
 from hermes_server.agents.base import AgentEvent, Delta, ToolEvent
+from hermes_server.chat import failures
 from hermes_server.chat.turn import ChatTurn, TurnContext, run_turn
-from hermes_server.domain.redact import redact
 from hermes_server.domain.response_input import compact_item, message_item
 from hermes_server.domain.usage import Usage
 
@@ -190,7 +190,7 @@ async def stream_response(ctx: TurnContext, stream: ResponseStream, turn: ChatTu
         outcome = await run_turn(ctx, turn, stream.agent_event)
     except Exception as exc:  # noqa: BLE001 - reported as response.failed, as upstream does
         log.warning("response %s: the agent failed (%s)", stream.response_id, type(exc).__name__)
-        error = redact(str(exc))
+        error = failures.reported(exc)
         text = stream.finish_message(None)
         envelope = stream.terminal("failed", text or error, None, error)
         await save(envelope, [*history, {"role": "user", "content": turn.user_message},

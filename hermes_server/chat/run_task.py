@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes_server.agents.base import AgentEvent, Delta, Progress, ToolEvent
+from hermes_server.chat import failures
 from hermes_server.chat.interrupt import TurnStopped
 from hermes_server.chat.runs import LiveRun, Runs
 from hermes_server.chat.turn import ChatTurn, TurnContext, run_turn
 from hermes_server.domain.content import normalize_content
-from hermes_server.domain.redact import redact
+from hermes_server.domain.errors import UpstreamCrash
 from hermes_server.domain.run_input import stored_user_message
 
 log = logging.getLogger("hermes_server.chat")
@@ -71,8 +72,11 @@ def _turn(spec: RunSpec, live: LiveRun) -> ChatTurn:
     """The chat turn of a run; a value upstream's agent cannot take fails the run, as there, in its words:
     a session id before anything is written, an instruction (`run_turn`) after the user row."""
     if not isinstance(spec.session_id, str):
-        raise TypeError(f"str expected, not {type(spec.session_id).__name__}")
-    spec.session_id.encode("utf-8")  # a lone surrogate raises here, as it fails 0.19.0's store, before any write
+        raise UpstreamCrash("TypeError", f"str expected, not {type(spec.session_id).__name__}")
+    try:  # a lone surrogate fails 0.19.0's store here, before any write
+        spec.session_id.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise UpstreamCrash(type(exc).__name__, str(exc)) from None
     return ChatTurn(spec.session_id, stored_user_message(spec.user_message), spec.instructions or None,
                     spec.session_key, history=spec.history, origin=spec.origin,
                     stop=live.stop, approvals=live.approvals, prompt=normalize_content(spec.prompt))
@@ -94,7 +98,7 @@ async def run_in_background(ctx: TurnContext, runs: Runs, spec: RunSpec, live: L
             raise
     except Exception as exc:  # noqa: BLE001 - a failed run is reported, never raised
         log.warning("run %s failed (%s)", run_id, type(exc).__name__)
-        error = redact(str(exc))
+        error = failures.reported(exc)
         runs.set_status(run_id, "failed", error=error, last_event="run.failed")
         runs.enqueue(run_id, {"event": "run.failed", "run_id": run_id, "timestamp": runs.now(), "error": error})
     else:

@@ -36,7 +36,7 @@ from hermes_server.config import Settings
 from hermes_server.domain.clock import Clock
 from hermes_server.domain.compression import continuation_id
 from hermes_server.domain.content import UserMessage, conversation_history, stored_user_content
-from hermes_server.domain.errors import AgentFailed, DatabaseUnavailable, StorageFault
+from hermes_server.domain.errors import AgentFailed, DatabaseUnavailable, StorageFault, UpstreamCrash
 from hermes_server.domain.ids import IdSource
 from hermes_server.domain.projection import message_projection
 from hermes_server.domain.usage import Usage
@@ -161,7 +161,8 @@ async def run_turn(ctx: TurnContext, turn: ChatTurn,
     start = await _begin(ctx, turn, history, book)
     if turn.system_message is not None and not isinstance(turn.system_message, str):
         # Where 0.19.0's agent fails, its user row written, adding the instruction to its system prompt.
-        raise TypeError(f'can only concatenate str (not "{type(turn.system_message).__name__}") to str')
+        raise UpstreamCrash("TypeError",
+                            f'can only concatenate str (not "{type(turn.system_message).__name__}") to str')
     request = TurnRequest(
         turn.session_id,
         [start.summary] if start.summary else history,

@@ -54,6 +54,16 @@ class TitleConflict(Exception):
     """A title is held by another session; str() is the client message (400)."""
 
 
+class UpstreamCrash(Exception):
+    """Where 0.19.0's own code fails on input it accepted (its agent or its store raises a Python
+    error), the turn fails here too, reported in the same words; `kind` is the name of the Python
+    error upstream raises there."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
 class AgentFailed(Exception):
     """The agent raised during a turn that a client waits for (a 500 envelope).
 

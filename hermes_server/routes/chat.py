@@ -19,13 +19,13 @@ from starlette.responses import Response
 
 from hermes_server.agents.base import AgentEvent, Delta, Progress, ToolEvent
 from hermes_server.api.session_key import session_key
+from hermes_server.chat import failures
 from hermes_server.chat.interrupt import TurnStopped
 from hermes_server.chat.stream_runs import StreamRun
 from hermes_server.chat.turn import ChatTurn, answer, run_turn
 from hermes_server.context import AppContext
 from hermes_server.domain import route_ids
 from hermes_server.domain.content import extract_user_message, system_instruction
-from hermes_server.domain.redact import redact
 from hermes_server.families import Family
 from hermes_server.http.body import read_json_object
 from hermes_server.http.responses import HermesJSONResponse
@@ -131,7 +131,7 @@ async def _stream_turn(ctx: AppContext, turn: ChatTurn, events: SessionEvents, r
         run.cancelled()
     except Exception as exc:  # noqa: BLE001 - reported to the client as an `error` event
         log.warning("session %r: the agent failed (%s)", turn.session_id, type(exc).__name__)
-        error = redact(str(exc))
+        error = failures.reported(exc)
         events.emit("error", {"message": error})
         run.failed(error)
     else:

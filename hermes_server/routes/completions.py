@@ -29,6 +29,7 @@ from starlette.responses import Response
 from hermes_server.agents.base import AgentEvent, Delta, ToolEvent
 from hermes_server.api.errors import crashing_non_object
 from hermes_server.api.session_key import session_key
+from hermes_server.chat import failures
 from hermes_server.chat.turn import ChatTurn, answer, run_turn, settle
 from hermes_server.context import AppContext
 from hermes_server.domain import route_ids
@@ -40,7 +41,6 @@ from hermes_server.domain.openai_messages import (
     request_bool,
     request_fingerprint,
 )
-from hermes_server.domain.redact import redact
 from hermes_server.domain.usage import Usage
 from hermes_server.families import Family
 from hermes_server.http.auth import raw_header
@@ -199,9 +199,9 @@ async def _stream_turn(ctx: AppContext, turn: ChatTurn, stream: ChunkStream) -> 
         outcome = await run_turn(ctx, turn, stream.agent_event)
     except Exception as exc:  # noqa: BLE001 - reported in the finish chunk, as upstream does
         log.warning("session %r: the agent failed (%s)", turn.session_id, type(exc).__name__)
-        message = redact(str(exc))
+        message = failures.reported(exc)
         stream.chunk({}, "error", usage=_usage(None),
-                     error={"message": message, "type": type(exc).__name__},
+                     error={"message": message, "type": failures.kind(exc)},
                      hermes={"completed": True, "partial": False, "failed": True, "error": message,
                              "error_code": "agent_error"})
     else:
