@@ -319,10 +319,17 @@ class HermesApp:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
+    def begin_shutdown(self) -> None:
+        """The server stops accepting requests: what the release does to its live runs then (0.21.6
+        settles them `interrupted`). The transport calls it as the shutdown begins (cli/serve.py);
+        the lifespan's shutdown calls it again, which changes nothing a first call did."""
+        self.context.behaviour.at_shutdown(self.context.runs)
+
     async def _shut_down(self, drain_seconds: float) -> None:
         """Chat turns still running finish (and write) for up to `drain_seconds`, then the
         database and the other stores close."""
         ctx = self.context
+        self.begin_shutdown()
         await ctx.turns.drain(drain_seconds)
         await ctx.agent.aclose()
         await ctx.db.close()

@@ -48,6 +48,11 @@ if TYPE_CHECKING:
     from hermes_server.http.routing import Route
 
 
+def _leave_runs(runs: Runs) -> None:
+    """Before 0.21.4 a shutdown leaves its runs to the turn drain (a turn still running after it is
+    cancelled: `cancelled`)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Behaviour:
     """How handlers behave where Hermes releases, or hermes-server and 0.19.0, differ: one strategy per
@@ -69,6 +74,8 @@ class Behaviour:
     stream_runs: StreamRuns = UNTRACKED_STREAMS
     # Where Idempotency-Key records of runs are kept (0.21: runs_idempotency.db).
     run_keys: RunKeys = NO_RUN_KEYS
+    # What a shutdown does to the runs still live, when it begins (0.21.6: settles them `interrupted`).
+    at_shutdown: Callable[[Runs], None] = _leave_runs
     # The deviations (docs/differences.md): hermes-server's rule unless `--upstream-quirks`.
     # D3: which ids a create refuses.
     create_id_problem: Callable[[str], str | None] = create_id_error

@@ -20,6 +20,7 @@ from hermes_server.chat.turn import ChatTurn, TurnContext, run_turn
 from hermes_server.domain.content import normalize_content
 from hermes_server.domain.errors import UpstreamCrash
 from hermes_server.domain.run_input import stored_user_message
+from hermes_server.domain.run_keys import SHUTDOWN_ERROR
 
 log = logging.getLogger("hermes_server.chat")
 
@@ -85,34 +86,40 @@ def _turn(spec: RunSpec, live: LiveRun) -> ChatTurn:
 async def run_in_background(ctx: TurnContext, runs: Runs, spec: RunSpec, live: LiveRun) -> None:
     """The run's task: the turn, then exactly one terminal event and the end of the queue."""
     run_id = spec.run_id
+
+    def finish(status: str, fields: dict[str, Any] | None = None, extra: dict[str, Any] | None = None) -> None:
+        """The run's one terminal write, its event and its status (upstream's `_finish`). A run a
+        shutdown settled (0.21.6) stays `interrupted`, whatever its turn did meanwhile."""
+        if run_id in runs.shutdown_claimed:
+            status, fields, extra = "interrupted", {"error": SHUTDOWN_ERROR}, {}
+        fields, extra = fields or {}, extra or {}
+        runs.enqueue(run_id, {"event": f"run.{status}", "run_id": run_id, "timestamp": runs.now(), **fields, **extra})
+        runs.set_status(run_id, status, **fields, last_event=f"run.{status}", **extra)
+
     try:
+        if run_id in runs.shutdown_claimed:  # a shutdown came between its admission and now: no turn starts
+            finish("interrupted")
+            return
         runs.set_status(run_id, "running")
         if live.stop.is_set():  # stopped before its turn began: nothing is written
             raise TurnStopped()
         outcome = await run_turn(ctx, _turn(spec, live), _RunEvents(runs, run_id, live))
     except (TurnStopped, asyncio.CancelledError) as exc:
         # Stopped, or cancelled by a shutdown that no longer waits (upstream's `_finish("cancelled")`).
-        runs.enqueue(run_id, {"event": "run.cancelled", "run_id": run_id, "timestamp": runs.now()})
-        runs.set_status(run_id, "cancelled", last_event="run.cancelled")
+        finish("cancelled")
         if isinstance(exc, asyncio.CancelledError):
             raise
     except Exception as exc:  # noqa: BLE001 - a failed run is reported, never raised
         log.warning("run %s failed (%s)", run_id, type(exc).__name__)
-        error = failures.reported(exc)
-        runs.set_status(run_id, "failed", error=error, last_event="run.failed")
-        runs.enqueue(run_id, {"event": "run.failed", "run_id": run_id, "timestamp": runs.now(), "error": error})
+        finish("failed", {"error": failures.reported(exc)})
     else:
         if live.stop.is_set():  # finished anyway after a stop: the stop wins, the output is not kept
-            runs.enqueue(run_id, {"event": "run.cancelled", "run_id": run_id, "timestamp": runs.now()})
-            runs.set_status(run_id, "cancelled", last_event="run.cancelled")
+            finish("cancelled")
         else:
-            usage = outcome.usage.public()
             # Steer text the agent never took rides on the terminal event and status (0.20+).
             extra = {"pending_steer": live.pending_steer} if live.pending_steer else {}
-            runs.enqueue(run_id, {"event": "run.completed", "run_id": run_id, "timestamp": runs.now(),
-                                  "output": outcome.final_text, "usage": usage, **extra})
-            runs.set_status(run_id, "completed", output=outcome.final_text, usage=usage,
-                            last_event="run.completed", **extra)
+            finish("completed", {"output": outcome.final_text, "usage": outcome.usage.public()}, extra)
     finally:
         runs.enqueue(run_id, None)
         runs.live.pop(run_id, None)
+        runs.shutdown_claimed.discard(run_id)

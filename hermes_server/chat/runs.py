@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes_server.chat.interrupt import Stop
-from hermes_server.domain.run_keys import SETTLED, interrupted
+from hermes_server.domain.run_keys import SETTLED, SHUTDOWN_ERROR, interrupted
 from hermes_server.store.runs_idempotency import NO_RUN_KEYS, RunKeys
 
 log = logging.getLogger("hermes_server.chat")
@@ -45,7 +45,6 @@ UNSUBSCRIBED_STREAM_TTL = 300.0
 SWEEP_INTERVAL = 60.0
 # How long an unanswered approval waits before it counts as a deny (upstream's default).
 APPROVAL_TIMEOUT = 60.0
-TERMINAL = ("completed", "failed", "cancelled")
 APPROVAL_CHOICES = ("once", "session", "always", "deny")
 # A kept run's status is written again when one of these fields is set (or its status changes).
 _KEPT_FIELDS = frozenset({"output", "error", "usage", "pending_steer", "session_id"})
@@ -107,6 +106,8 @@ class LiveRun:
     # The echo and script agents have no step boundary after their model call begins, so a
     # steer is never delivered mid-turn here: it rides on `run.completed` (docs/differences.md).
     pending_steer: str | None = None
+    # A run of `POST /v1/runs` (not a session stream's).
+    submitted: bool = True
 
 
 class Runs:
@@ -123,6 +124,8 @@ class Runs:
         self.stream_created: dict[str, float] = {}
         self.subscribed: set[str] = set()
         self.live: dict[str, LiveRun] = {}
+        # Live runs a shutdown settled `interrupted` (0.21.6): nothing their turns do changes that.
+        self.shutdown_claimed: set[str] = set()
         # When the last sweep ran; None: never (the first registration sweeps, finding nothing).
         # Not read at construction: a deterministic clock's first reading belongs to the first request.
         self.swept_at: float | None = None
@@ -166,7 +169,7 @@ class Runs:
             if now - created > UNSUBSCRIBED_STREAM_TTL and run_id not in self.subscribed:
                 self.drop_stream(run_id)
         for run_id, status in list(self.statuses.items()):
-            if status.get("status") in TERMINAL and now - status.get("updated_at", now) > STATUS_TTL:
+            if status.get("status") in SETTLED and now - status.get("updated_at", now) > STATUS_TTL:
                 del self.statuses[run_id]
                 self.kept.discard(run_id)  # its record, if any, still answers (`hydrate`)
 
@@ -185,7 +188,7 @@ class Runs:
             self.stream_created[run_id] = now
         self.set_status(run_id, "queued" if queued else "running", created_at=now, session_id=session_id,
                         model=model)
-        live = LiveRun(Stop(), RunApprovals(self, run_id))
+        live = LiveRun(Stop(), RunApprovals(self, run_id), submitted=queued)
         self.live[run_id] = live
         return live
 
@@ -219,13 +222,31 @@ class Runs:
         return status
 
     def request_stop(self, run_id: str) -> bool:
-        """Stop a live run (a pending approval is answered deny); False when it is not live."""
+        """Stop a live run (a pending approval is answered deny); False when it is not live, or a
+        shutdown has settled it already."""
         live = self.live.get(run_id)
-        if live is None:
+        if live is None or run_id in self.shutdown_claimed:
             return False
         self.set_status(run_id, "stopping", last_event="run.stopping")
-        live.stop.set(approval_denied=live.approvals.resolve("deny", every=True) > 0)
+        self._interrupt(live)
         return True
+
+    @staticmethod
+    def _interrupt(live: LiveRun) -> None:
+        """End a live run's turn (a pending approval is answered deny first, as upstream's stop does)."""
+        live.stop.set(approval_denied=live.approvals.resolve("deny", every=True) > 0)
+
+    def interrupt_for_shutdown(self) -> None:
+        """0.21.6 (https://github.com/NousResearch/hermes-agent/pull/114774): every live `/v1/runs` run
+        is settled `interrupted` (in memory and in its record) before its turn is interrupted, so no
+        record outlives the process as `running`, and what its turn does next cannot change that.
+        Runs claimed already are left alone (a second call does nothing)."""
+        for run_id, live in list(self.live.items()):
+            if not live.submitted or run_id in self.shutdown_claimed:
+                continue
+            self.shutdown_claimed.add(run_id)
+            self.set_status(run_id, "interrupted", error=SHUTDOWN_ERROR, last_event="run.interrupted")
+            self._interrupt(live)
 
     def accepting_steer(self, run_id: str) -> bool:
         """Only a live run whose status is `running` takes steer text (not while it waits for an
@@ -269,6 +290,7 @@ class Runs:
         self.streams.clear()
         self.stream_created.clear()
         self.subscribed.clear()
+        self.shutdown_claimed.clear()
         self.swept_at = None
 
     def active_count(self) -> int:

@@ -29,8 +29,8 @@ class StreamRun:
     def attach(self, task: asyncio.Task[Any]) -> None:
         """The task running the turn."""
 
-    def completed(self, usage: dict[str, Any], steer: dict[str, Any]) -> None:
-        """The turn answered (`steer`: its `pending_steer`, when the agent never took it)."""
+    def completed(self, output: str | None, usage: dict[str, Any], steer: dict[str, Any]) -> None:
+        """The turn answered `output` (`steer`: its `pending_steer`, when the agent never took it)."""
 
     def failed(self, error: str) -> None:
         """The turn failed with the (redacted) `error` its stream reported."""
@@ -44,10 +44,11 @@ class StreamRun:
 
 class TrackedStreamRun(StreamRun):
     """A session stream's run registered in `runs` (0.20+): `GET /v1/runs/{id}` reads its status, stop
-    and steer reach its turn."""
+    and steer reach its turn. `keeps_output`: its `completed` status holds the reply as `output`, as a
+    `/v1/runs` run's does (0.21.4 on), so a client that lost the stream can read it there."""
 
-    def __init__(self, runs: Runs, run_id: str, live: LiveRun) -> None:
-        self.runs, self.run_id, self.live = runs, run_id, live
+    def __init__(self, runs: Runs, run_id: str, live: LiveRun, keeps_output: bool) -> None:
+        self.runs, self.run_id, self.live, self.keeps_output = runs, run_id, live, keeps_output
         self.stop = live.stop
 
     @property
@@ -57,8 +58,9 @@ class TrackedStreamRun(StreamRun):
     def attach(self, task: asyncio.Task[Any]) -> None:
         self.live.task = task
 
-    def completed(self, usage: dict[str, Any], steer: dict[str, Any]) -> None:
-        self.runs.set_status(self.run_id, "completed", usage=usage, last_event="run.completed", **steer)
+    def completed(self, output: str | None, usage: dict[str, Any], steer: dict[str, Any]) -> None:
+        kept = {"output": output} if self.keeps_output else {}
+        self.runs.set_status(self.run_id, "completed", **kept, usage=usage, last_event="run.completed", **steer)
 
     def failed(self, error: str) -> None:
         self.runs.set_status(self.run_id, "failed", error=error, last_event="run.failed")
@@ -73,15 +75,18 @@ class TrackedStreamRun(StreamRun):
 @dataclass(frozen=True)
 class StreamRuns:
     """What a release makes of a session chat stream's `run_id`: nothing (0.19.0, `tracked` false),
-    or a run of its own (`TrackedStreamRun`)."""
+    or a run of its own (`TrackedStreamRun`), whose completed status keeps the reply (`keeps_output`,
+    0.21.4 on)."""
 
     tracked: bool = False
+    keeps_output: bool = False
 
     def start(self, runs: Runs, run_id: str, session_id: str, model: Any) -> StreamRun:
         """The stream's run, registered (running, without an event queue) when the release tracks it."""
         if not self.tracked:
             return StreamRun()
-        return TrackedStreamRun(runs, run_id, runs.register(run_id, session_id, model, queued=False))
+        return TrackedStreamRun(runs, run_id, runs.register(run_id, session_id, model, queued=False),
+                                self.keeps_output)
 
 
 UNTRACKED_STREAMS = StreamRuns()

@@ -172,6 +172,12 @@ class Addition(Enum):
     RUN_IDEMPOTENCY = "run_idempotency"
     # 0.21.2's browser-control, artifact and room-member routes: their 401, then 501 (not served).
     UNSERVED_0_21 = "unserved_0_21"
+    # A session stream's completed run keeps its reply as `output`
+    # (https://github.com/NousResearch/hermes-agent/pull/112305).
+    SESSION_STREAM_OUTPUT = "session_stream_output"
+    # A shutdown settles every live /v1/runs run `interrupted` before interrupting it
+    # (https://github.com/NousResearch/hermes-agent/pull/114774).
+    SHUTDOWN_INTERRUPTS_RUNS = "shutdown_interrupts_runs"
 
 
 @dataclass(frozen=True)
@@ -200,6 +206,9 @@ HERMES_0_19 = Profile("0.19.0")
 HERMES_0_20 = Profile("0.20.4", FEATURES_0_20, ENDPOINTS_0_20, ROUTES_0_20, _UNITS_0_20)
 HERMES_0_21 = Profile("0.21.2", FEATURES_0_21, ENDPOINTS_0_21, ROUTES_0_21, (
     *_UNITS_0_20, Addition.RUN_STOP_SETTLED, Addition.RUN_IDEMPOTENCY, Addition.UNSERVED_0_21))
+# 0.21.6 (tag v0.21.6, 2026-10-08): 0.21.2 and the API-server changes merged for 0.21.4.
+HERMES_0_21_6 = Profile("0.21.6", FEATURES_0_21, ENDPOINTS_0_21, ROUTES_0_21, (
+    *HERMES_0_21.units, Addition.SESSION_STREAM_OUTPUT, Addition.SHUTDOWN_INTERRUPTS_RUNS))
 
-PROFILES: dict[str, Profile] = {p.version: p for p in (HERMES_0_19, HERMES_0_20, HERMES_0_21)}
+PROFILES: dict[str, Profile] = {p.version: p for p in (HERMES_0_19, HERMES_0_20, HERMES_0_21, HERMES_0_21_6)}
 DEFAULT_VERSION = HERMES_0_19.version

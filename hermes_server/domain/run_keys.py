@@ -26,6 +26,8 @@ INVALID_KEY_MESSAGE = "Idempotency-Key must be 1-255 visible ASCII characters"
 CONFLICT_MESSAGE = "Idempotency-Key was already used with a different request payload"
 # What a run a restart cut off reads (upstream's `_durable_run_status`).
 INTERRUPTED_ERROR = "The gateway restarted before this run settled."
+# What a run a shutdown cut off reads from 0.21.4 on (https://github.com/NousResearch/hermes-agent/pull/114774).
+SHUTDOWN_ERROR = "Gateway shutdown interrupted the run."
 # The scope's parts when the server has no key (upstream's name for a keyless listener).
 _DEFAULT_PROFILE = "default"
 _KEYLESS = "unauthenticated-test-listener"

@@ -151,7 +151,7 @@ async def _stream_turn(ctx: AppContext, turn: ChatTurn, events: SessionEvents, r
             "messages": outcome.messages,
             "usage": outcome.usage.public(),
         }, turn), **steer})
-        run.completed(outcome.usage.public(), steer)
+        run.completed(outcome.final_text, outcome.usage.public(), steer)
     finally:
         events.emit("done", {})
         events.queue.close()

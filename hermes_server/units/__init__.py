@@ -33,7 +33,9 @@ from hermes_server.units import (
     run_stop_settled,
     session_flags,
     session_model_lock,
+    session_stream_output,
     session_stream_runs,
+    shutdown_interrupts_runs,
     unserved_0_21,
     upstream_answers,
 )
@@ -54,6 +56,8 @@ RELEASE_UNITS: Mapping[Addition, Unit] = {
     Addition.RUN_STOP_SETTLED: run_stop_settled.UNIT,
     Addition.RUN_IDEMPOTENCY: run_idempotency.UNIT,
     Addition.UNSERVED_0_21: unserved_0_21.UNIT,
+    Addition.SESSION_STREAM_OUTPUT: session_stream_output.UNIT,
+    Addition.SHUTDOWN_INTERRUPTS_RUNS: shutdown_interrupts_runs.UNIT,
 }
 
 QUIRK_UNITS: Mapping[Quirk, Unit] = {

@@ -17,7 +17,7 @@ from tests.support.server import RunningServer, clean_env, start_server
 # Contract tests: servers on a thread of the test process (tests/support/inprocess.py).
 pytestmark = pytest.mark.in_process
 
-NEWER = ("0.20.4", "0.21.2")
+NEWER = ("0.20.4", "0.21.2", "0.21.6")
 OLD_401 = {"error": {"message": "Invalid API key", "type": "invalid_request_error", "code": "invalid_api_key"}}
 # §1.3 "Auth 401 envelope" [M #70169; R V2 live probe, V4 probe]: no `param` key.
 GATEWAY_401 = {"error": {"message": "Invalid gateway API key (API_SERVER_KEY)", "type": "gateway_auth_error",

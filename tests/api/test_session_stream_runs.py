@@ -1,5 +1,7 @@
 """0.20+: a session stream's `run_id` is a run (status, stop and steer reach it); and 0.21.2's
-routes hermes-server does not serve (their 401, then 501).
+routes hermes-server does not serve (their 401, then 501). From 0.21.4 (0.21.6 here) a completed
+stream run's status keeps the reply as `output`, a failed or cancelled one's does not
+(https://github.com/NousResearch/hermes-agent/pull/112305).
 
 Sources: /work/shared/spec/hermes-after-0.19.md §1.4 "POST /api/sessions/{id}/chat/stream (changed)":
 "The stream registers its run_id in the run registry (#85226). GET /v1/runs/{run_id}, /stop and
@@ -25,12 +27,17 @@ from tests.support.sse import events, parse_frames
 pytestmark = pytest.mark.in_process
 
 
-@pytest.fixture(scope="module", params=["0.20.4", "0.21.2"])
+@pytest.fixture(scope="module", params=["0.20.4", "0.21.2", "0.21.6"])
 def newer(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     srv = start_with_script(tmp_path_factory.mktemp("stream-runs") / "home", RUN_SCRIPT, "--hermes-version",
                             request.param)
     yield srv
     srv.stop()
+
+
+def _keeps_output(server: RunningServer) -> bool:
+    """Whether the release keeps a completed stream run's reply (0.21.4 on)."""
+    return bool(server.client.get("/health").json()["version"] == "0.21.6")
 
 
 def _session(server: RunningServer, session_id: str) -> None:
@@ -66,6 +73,8 @@ def test_status_of_a_stream_run(newer: RunningServer) -> None:
     status = wait_status(newer.client, stream.run_id)
     assert status["status"] == "completed" and status["last_event"] == "run.completed"
     assert status["session_id"] == f"st-{newer.port}" and status["object"] == "hermes.run"
+    # https://github.com/NousResearch/hermes-agent/pull/112305: the reply, for a client that lost the stream
+    assert status.get("output", "<none>") == ("plain answer" if _keeps_output(newer) else "<none>")
     assert newer.client.post(f"/v1/runs/{stream.run_id}/steer", json={"input": "late"}).status_code == 409
 
 
@@ -84,9 +93,20 @@ def test_steer_then_stop_a_stream_run(newer: RunningServer) -> None:
     completed = dict(done)["assistant.completed"]
     assert (completed["completed"], completed["partial"], completed["interrupted"]) == (False, True, True)
     assert completed["content"] == "part one"
-    assert wait_status(newer.client, stream.run_id)["status"] == "cancelled"
+    cancelled = wait_status(newer.client, stream.run_id)
+    assert cancelled["status"] == "cancelled" and "output" not in cancelled
     # Its events went to the stream: the run has no /events queue of its own.
     assert newer.client.get(f"/v1/runs/{stream.run_id}/events").status_code == 404
+
+
+def test_a_failed_stream_run_keeps_no_output(newer: RunningServer) -> None:
+    session_id = f"fail-{newer.port}"
+    _session(newer, session_id)
+    stream = LiveStream(newer, session_id, "explode")
+    stream.finish()
+    status = wait_status(newer.client, stream.run_id)
+    assert status["status"] == "failed" and status["last_event"] == "run.failed"
+    assert "output" not in status
 
 
 def test_pending_steer_rides_on_run_completed(tmp_path_factory: pytest.TempPathFactory) -> None:
@@ -126,14 +146,14 @@ UNSERVED = [("POST", "/v1/browser-control/register"), ("GET", "/v1/browser-contr
 def test_unserved_0_21_routes_answer_401_then_501(newer: RunningServer, method: str, path: str) -> None:
     keyless = httpx.request(method, newer.url + path, timeout=10)
     version = newer.client.get("/health").json()["version"]
-    if version != "0.21.2":
+    if version == "0.20.4":
         assert keyless.status_code == 404  # 0.20.4's table has none of them
         return
     assert keyless.status_code == 401 and keyless.json()["error"]["code"] == "gateway_auth_failed"
     answer = newer.client.request(method, path)
     assert answer.status_code == 501
     assert answer.json() == {"error": {
-        "message": f"{method} {path} is a Hermes 0.21.2 route that hermes-server does not serve "
+        "message": f"{method} {path} is a Hermes {version} route that hermes-server does not serve "
                    "(see docs/differences.md)", "type": "server_error", "param": None, "code": "not_implemented"}}
     document = newer.client.get("/openapi.json").json()
     template = path.replace("art_1", "{artifact_id}")

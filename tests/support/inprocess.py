@@ -17,13 +17,12 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 import httpx
-import uvicorn
 from sse_starlette.sse import AppStatus
 
 from hermes_server.app import create_app
 from hermes_server.cli.listen import bind
 from hermes_server.cli.main import build_parser
-from hermes_server.cli.serve import settings_from_args, uvicorn_config
+from hermes_server.cli.serve import settings_from_args, uvicorn_server
 
 # Variables the server reads (flags' environment fallbacks); the lane serves as if none were set,
 # as a subprocess started with clean_env() does.
@@ -55,7 +54,7 @@ class InProcessServer:
         # As `serve` does: a stream gets the shutdown grace like any request, not an instant cut.
         AppStatus.disable_automatic_graceful_drain()
         # The same uvicorn settings as `serve` (cli/serve.py), minus its signal handling.
-        self._server = uvicorn.Server(uvicorn_config(app, settings))
+        self._server = uvicorn_server(app, settings)
         self._sock = bind(settings.host, settings.port)
         self._thread = threading.Thread(target=self._run, name=f"hermes-server:{settings.port}", daemon=True)
         self.failure: BaseException | None = None

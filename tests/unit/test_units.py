@@ -82,6 +82,10 @@ def test_every_profile_lists_its_units_in_a_composing_order() -> None:
                      "activity_clock"]
     assert [unit.name for unit in units_of(PROFILES["0.21.2"], Quirks())] == [
         *newer, "run_stop_settled", "run_idempotency", "unserved_0_21"]
+    # 0.21.6 is 0.21.2 and the API server's changes merged for 0.21.4 (docs/versions.md).
+    assert [unit.name for unit in units_of(PROFILES["0.21.6"], Quirks())] == [
+        *(unit.name for unit in units_of(PROFILES["0.21.2"], Quirks())), "session_stream_output",
+        "shutdown_interrupts_runs"]
     for profile in PROFILES.values():
         assert len(set(profile.units)) == len(profile.units), profile.version
         with_quirks = units_of(profile, Quirks.upstream(True))
@@ -171,3 +175,13 @@ def test_two_units_answering_one_method_refuse_to_compose() -> None:
                     Release.of(HERMES_0_19).families)
     with pytest.raises(ValueError, match=re.escape("both answer POST /v1/runs/{run_id}/stop")):
         twice.routes  # noqa: B018 - composing is the check
+
+
+def test_0_21_6_serves_and_documents_what_0_21_2_does() -> None:
+    """Its changes are behaviours, not routes or answers' shapes: the same route table, capabilities
+    and document as 0.21.2."""
+    older, newer = Release.of(PROFILES["0.21.2"]), Release.of(PROFILES["0.21.6"])
+    assert [route.name for route in newer.routes] == [route.name for route in older.routes]
+    assert build_document(newer.routes, newer.components) == build_document(older.routes, older.components)
+    assert (PROFILES["0.21.6"].features, PROFILES["0.21.6"].endpoint_order) == (
+        PROFILES["0.21.2"].features, PROFILES["0.21.2"].endpoint_order)
