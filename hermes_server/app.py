@@ -52,6 +52,7 @@ from hermes_server.store import migrate
 from hermes_server.store.db import Database, DatabaseFactory, Prepare
 from hermes_server.store.gate import NO_GATE, WriteGate
 from hermes_server.store.jobs import JobsFile
+from hermes_server.store.journal import ALWAYS_WAL, Journal
 from hermes_server.store.read_cache import ReadCache
 from hermes_server.store.responses import ResponseStore
 from hermes_server.store.schema import PLAIN, Column, Reading
@@ -141,6 +142,11 @@ class Release:
         """The newer columns reads use, where a file has them: what any unit asks for."""
         return functools.reduce(operator.or_, (unit.reading for unit in self.units), PLAIN)
 
+    @property
+    def journal(self) -> Journal:
+        """How state.db's journal mode is set: what any unit asks for (store/journal.py)."""
+        return functools.reduce(operator.or_, (unit.journal for unit in self.units), ALWAYS_WAL)
+
     def behaviour(self, settings: Settings) -> Behaviour:
         """The strategies handlers are given: 0.19.0's, as each unit changes them, and what reads use."""
         behaviour = Behaviour()
@@ -168,7 +174,8 @@ def state_db_preparer(settings: Settings, release: Release | None = None) -> mig
     """How state.db is created or checked when it opens: with the columns the release's units store
     into, added to an existing file only under `--migrate-home` (store/migrate.py)."""
     release = release or Release.of(PROFILES[settings.hermes_version], Quirks.upstream(settings.upstream_quirks))
-    return migrate.Preparer(release.columns, settings.migrate_home, settings.hermes_version, release.indexes)
+    return migrate.Preparer(release.columns, settings.migrate_home, settings.hermes_version, release.indexes,
+                            release.journal)
 
 
 class DatabaseMaker:

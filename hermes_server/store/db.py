@@ -244,6 +244,9 @@ class Database:
             conn.close()
             self.home_problems.open_failed(exc)
             raise DatabaseUnavailable(f"cannot prepare {self.path}: {exc}") from exc
+        if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+            # A file kept in DELETE mode (store/journal.py): NORMAL is only safe with WAL.
+            conn.execute("PRAGMA synchronous=FULL")
         conn.execute("PRAGMA wal_autocheckpoint=0")  # the checkpointer's thread does it
         conn.execute(f"PRAGMA journal_size_limit={JOURNAL_SIZE_LIMIT}")  # a restarted WAL gives the disk back
         self._writer_conn = conn

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hermes_server.domain.errors import SchemaMismatch
+from hermes_server.store.journal import ALWAYS_WAL, Journal, set_mode
 from hermes_server.store.schema import Column, add_columns, missing_columns
 
 log = logging.getLogger("hermes_server.store")
@@ -148,11 +149,13 @@ class Preparer:
     wanted_by: str = "0.19.0"
     # The profile's own indexes over those columns (store/schema.py INDEXES).
     indexes: tuple[str, ...] = ()
+    # How the release sets the journal mode (store/journal.py).
+    journal: Journal = ALWAYS_WAL
 
     def __call__(self, conn: sqlite3.Connection, path: Path) -> None:
         if blank(conn):
             restrict_mode(path)
-            conn.execute("PRAGMA journal_mode=WAL")
+            set_mode(conn, path, self.journal, fresh=True)
             added = "".join(f"{column.ddl()};\n" for column in self.columns)
             conn.executescript("BEGIN IMMEDIATE;\n" + schema_script() + "\n" + added + "COMMIT;")
         else:
@@ -160,8 +163,7 @@ class Preparer:
             missing = missing_columns(conn, self.columns)
             if missing and not self.migrate_home:
                 raise columns_refusal(path, _version(conn, path), missing, self.wanted_by)
-            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
-                conn.execute("PRAGMA journal_mode=WAL")
+            set_mode(conn, path, self.journal, fresh=False)
             if missing:
                 conn.execute("BEGIN IMMEDIATE")
                 add_columns(conn, missing)

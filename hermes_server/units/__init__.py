@@ -23,6 +23,8 @@ from hermes_server.units import (
     fork_takes_over_messages,
     gateway_auth,
     head_limits_text_400,
+    journal_mode_config,
+    journal_mode_told,
     lax_create_ids,
     message_paging,
     model_options,
@@ -56,6 +58,8 @@ RELEASE_UNITS: Mapping[Addition, Unit] = {
     Addition.RUN_STOP_SETTLED: run_stop_settled.UNIT,
     Addition.RUN_IDEMPOTENCY: run_idempotency.UNIT,
     Addition.UNSERVED_0_21: unserved_0_21.UNIT,
+    Addition.JOURNAL_MODE_CONFIG: journal_mode_config.UNIT,
+    Addition.JOURNAL_MODE_TOLD: journal_mode_told.UNIT,
     Addition.SESSION_STREAM_OUTPUT: session_stream_output.UNIT,
     Addition.SHUTDOWN_INTERRUPTS_RUNS: shutdown_interrupts_runs.UNIT,
 }

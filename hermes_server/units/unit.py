@@ -14,6 +14,7 @@ each plugin hook at one place (a unit leaves the hooks it does not need at their
   composed before it (an object schema another unit already extended, extended again);
 - `errors`: error-map rows it swaps in, given the table composed so far;
 - `columns`, `indexes`, `reading`: what state.db must have and which newer columns reads use;
+  `journal`: how its journal mode is set (store/journal.py);
 - `behaviour`: the strategies handlers are given (`context.Behaviour`), chosen once here.
 """
 
@@ -28,6 +29,7 @@ from hermes_server.context import Behaviour
 from hermes_server.http.errors import ErrorMap, Handler
 from hermes_server.http.routing import Amendment, Route
 from hermes_server.openapi.build import Components
+from hermes_server.store.journal import ALWAYS_WAL, Journal
 from hermes_server.store.schema import PLAIN, Column, Reading
 
 ErrorRows = Mapping[type[BaseException], Handler]
@@ -58,4 +60,5 @@ class Unit:
     columns: tuple[Column, ...] = ()
     indexes: tuple[str, ...] = ()
     reading: Reading = PLAIN
+    journal: Journal = ALWAYS_WAL
     behaviour: Callable[[Behaviour, Settings], Behaviour] = _unchanged

@@ -33,13 +33,13 @@ from tests.support.openapi import resolved
 VERSIONS = sorted(PROFILES)
 # What each unit of a release is expected to supply (a unit that supplies none of these is dead).
 SUPPLIES = ("routes", "amendments", "components", "refine", "errors", "columns", "indexes", "reading",
-            "behaviour")
+            "journal", "behaviour")
 
 
 def _supplied(unit: Unit, settings: Settings) -> set[str]:
     """Which hooks `unit` fills (a hook left at its default supplies nothing)."""
     default = Unit(name="nothing")
-    found = {name for name in ("amendments", "columns", "indexes", "reading") if getattr(unit, name) != getattr(
+    found = {name for name in ("amendments", "columns", "indexes", "reading", "journal") if getattr(unit, name) != getattr(
         default, name)}
     if unit.routes():
         found.add("routes")
@@ -79,9 +79,9 @@ def test_every_profile_lists_its_units_in_a_composing_order() -> None:
     newer = [unit.name for unit in units_of(PROFILES["0.20.4"], Quirks())]
     assert newer == ["gateway_auth", "model_options", "session_model_lock", "run_steer", "session_stream_runs",
                      "message_paging", "chat_runtime", "create_fields", "session_flags", "prompt_store",
-                     "activity_clock"]
+                     "activity_clock", "journal_mode_config"]
     assert [unit.name for unit in units_of(PROFILES["0.21.2"], Quirks())] == [
-        *newer, "run_stop_settled", "run_idempotency", "unserved_0_21"]
+        *newer, "run_stop_settled", "run_idempotency", "unserved_0_21", "journal_mode_told"]
     # 0.21.6 is 0.21.2 and the API server's changes merged for 0.21.4 (docs/versions.md).
     assert [unit.name for unit in units_of(PROFILES["0.21.6"], Quirks())] == [
         *(unit.name for unit in units_of(PROFILES["0.21.2"], Quirks())), "session_stream_output",
