@@ -281,9 +281,10 @@ class HermesApp:
         )
         register_state(ctx, dialects)
         self.start_fixture = start_fixture
-        pipeline = Pipeline(settings, Router(routes), self.context, errors,
-                            checks={**security_checks(settings, release), **dialects.checks},
-                            extra_cors_headers=dialects.cors_headers)
+        self.pipeline = pipeline = Pipeline(settings, Router(routes), self.context, errors,
+                                            checks={**security_checks(settings, release), **dialects.checks},
+                                            extra_cors_headers=dialects.cors_headers)
+        pipeline.profiles = behaviour.served_profiles
         self.http: ASGIApp = control.wrap_app(pipeline) if control else pipeline
 
     @staticmethod
@@ -301,7 +302,6 @@ class HermesApp:
             await self.http(scope, receive, send)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
-        ctx = self.context
         while True:
             try:
                 message = await receive()
@@ -312,19 +312,28 @@ class HermesApp:
                 await self._shut_down(0.0)
                 return
             if message["type"] == "lifespan.startup":
-                if not ctx.settings.db_path.exists():
-                    ctx.db.home_problems.check()  # a home that cannot hold state.db is named in the log now
-                failure = None
-                if self.start_fixture is not None:
-                    failure = await self.start_fixture.startup(ctx.db, ctx.now())
+                failure = await self.start()
                 if failure is not None:
                     await send({"type": "lifespan.startup.failed", "message": failure})
                     return
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
-                await self._shut_down(ctx.settings.turn_drain_seconds)
+                await self.stop()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+    async def start(self) -> str | None:
+        """The lifespan's start-up: why it failed, or None."""
+        ctx = self.context
+        if not ctx.settings.db_path.exists():
+            ctx.db.home_problems.check()  # a home that cannot hold state.db is named in the log now
+        if self.start_fixture is not None:
+            return await self.start_fixture.startup(ctx.db, ctx.now())
+        return None
+
+    async def stop(self, drain_seconds: float | None = None) -> None:
+        """The lifespan's shutdown (`drain_seconds`: the turn drain, `--turn-drain` unless given)."""
+        await self._shut_down(self.context.settings.turn_drain_seconds if drain_seconds is None else drain_seconds)
 
     def begin_shutdown(self) -> None:
         """The server stops accepting requests: what the release does to its live runs then (0.21.6

@@ -79,6 +79,9 @@ class Settings:
     upstream_quirks: bool = False
     # The Hermes release answered as (serve --hermes-version; domain/profiles.py, docs/versions.md).
     hermes_version: str = "0.19.0"
+    # The Hermes profile this home is: upstream's `default`, or, when a 0.21.6 server multiplexes
+    # the default home's `profiles/<name>/` homes, that name (its runs' Idempotency-Key scope).
+    profile: str = "default"
     # Add the columns the profile stores into to an existing state.db that lacks them
     # (serve --migrate-home; store/migrate.py). Off: such a home is refused at start.
     migrate_home: bool = False

@@ -76,6 +76,10 @@ class Behaviour:
     run_keys: RunKeys = NO_RUN_KEYS
     # What a shutdown does to the runs still live, when it begins (0.21.6: settles them `interrupted`).
     at_shutdown: Callable[[Runs], None] = _leave_runs
+    # The profiles a `/p/<profile>/` prefix may name (a route under another's prefix answers 404
+    # "Unknown or unconfigured profile"); None: the prefix is ignored (0.19, 0.20). From 0.21 the
+    # server's own (`default`); a multiplexing server's, all it serves (multiplex.py).
+    served_profiles: frozenset[str] | None = None
     # The deviations (docs/differences.md): hermes-server's rule unless `--upstream-quirks`.
     # D3: which ids a create refuses.
     create_id_problem: Callable[[str], str | None] = create_id_error

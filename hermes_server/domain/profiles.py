@@ -172,6 +172,10 @@ class Addition(Enum):
     RUN_IDEMPOTENCY = "run_idempotency"
     # 0.21.2's browser-control, artifact and room-member routes: their 401, then 501 (not served).
     UNSERVED_0_21 = "unserved_0_21"
+    # A route under `/p/<profile>/` naming a profile other than the server's own answers 404 "Unknown or
+    # unconfigured profile" instead of serving the default profile
+    # (https://github.com/NousResearch/hermes-agent/pull/92871).
+    PROFILE_PREFIX_CLOSED = "profile_prefix_closed"
     # state.db's journal mode follows `database.journal_mode` of config.yaml (`wal` or `delete`; an
     # existing WAL file stays WAL) (https://github.com/NousResearch/hermes-agent/pull/74485).
     JOURNAL_MODE_CONFIG = "journal_mode_config"
@@ -212,7 +216,7 @@ HERMES_0_19 = Profile("0.19.0")
 HERMES_0_20 = Profile("0.20.4", FEATURES_0_20, ENDPOINTS_0_20, ROUTES_0_20, _UNITS_0_20)
 HERMES_0_21 = Profile("0.21.2", FEATURES_0_21, ENDPOINTS_0_21, ROUTES_0_21, (
     *_UNITS_0_20, Addition.RUN_STOP_SETTLED, Addition.RUN_IDEMPOTENCY, Addition.UNSERVED_0_21,
-    Addition.JOURNAL_MODE_TOLD))
+    Addition.JOURNAL_MODE_TOLD, Addition.PROFILE_PREFIX_CLOSED))
 # 0.21.6 (tag v0.21.6, 2026-10-08): 0.21.2 and the API-server changes merged for 0.21.4.
 HERMES_0_21_6 = Profile("0.21.6", FEATURES_0_21, ENDPOINTS_0_21, ROUTES_0_21, (
     *HERMES_0_21.units, Addition.SESSION_STREAM_OUTPUT, Addition.SHUTDOWN_INTERRUPTS_RUNS))

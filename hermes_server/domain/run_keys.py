@@ -29,7 +29,7 @@ INTERRUPTED_ERROR = "The gateway restarted before this run settled."
 # What a run a shutdown cut off reads from 0.21.4 on (https://github.com/NousResearch/hermes-agent/pull/114774).
 SHUTDOWN_ERROR = "Gateway shutdown interrupted the run."
 # The scope's parts when the server has no key (upstream's name for a keyless listener).
-_DEFAULT_PROFILE = "default"
+DEFAULT_PROFILE = "default"
 _KEYLESS = "unauthenticated-test-listener"
 
 
@@ -49,10 +49,10 @@ def fingerprint(body: Any, session_key: str | None) -> str:
                               sort_keys=True, separators=(",", ":"), ensure_ascii=False))
 
 
-def scope(api_key: str | None) -> str:
-    """The namespace a key lives in: the profile (`/p/<name>` is not multiplexed here, so always
-    upstream's default) and the server's key, hashed."""
-    return _digest("\0".join((_DEFAULT_PROFILE, api_key or _KEYLESS)))
+def scope(api_key: str | None, profile: str = DEFAULT_PROFILE) -> str:
+    """The namespace a key lives in: the profile (upstream's `default`, or the name a multiplexing
+    0.21.6 server serves under `/p/<name>/`) and that profile's key, hashed."""
+    return _digest("\0".join((profile, api_key or _KEYLESS)))
 
 
 def interrupted(status: dict[str, Any], now: float) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from hermes_server.http.responses import (
     NOT_FOUND_TEXT,
     SERVER_ERROR_TEXT,
     EmptyResponse,
+    HermesJSONResponse,
     PlainTextResponse,
 )
 from hermes_server.http.routing import Route, Router
@@ -49,6 +50,8 @@ _CORS_METHODS = "GET, POST, DELETE, OPTIONS"
 _CORS_HEADERS = "Authorization, Content-Type, Idempotency-Key"
 # Refused origins already named in the log (forgotten all at once past this many).
 _REMEMBERED_ORIGINS = 256
+# Upstream's answer to a `/p/<profile>/` route of a profile a multiplexing server does not serve.
+UNKNOWN_PROFILE = {"error": "Unknown or unconfigured profile"}
 
 
 def shutting_down(drain_seconds: float) -> ApiError:
@@ -139,6 +142,9 @@ class Pipeline:
         self.checks = dict(checks)
         self.cors_allowed = ", ".join((_CORS_HEADERS, *extra_cors_headers))
         self.refused_origins: set[str] = set()
+        # The profiles a `/p/<profile>/` prefix may name (context.Behaviour.served_profiles; a
+        # multiplexing server's, multiplex.py); None: the prefix is ignored.
+        self.profiles: frozenset[str] | None = None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
@@ -251,6 +257,8 @@ class Pipeline:
         request.scope[ROUTE_KEY] = match.route
         if match.method is None:
             return PlainTextResponse(METHOD_NOT_ALLOWED_TEXT, 405, {"Allow": match.route.allow}), match.route
+        if match.profile is not None and self.profiles is not None and match.profile not in self.profiles:
+            return HermesJSONResponse(UNKNOWN_PROFILE, 404), match.route  # before the key is checked
         request.scope[BODY_LIMIT_KEY] = settings.max_request_bytes
         try:
             security = match.method.operation.security

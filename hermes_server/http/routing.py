@@ -164,6 +164,9 @@ class Match:
     route: Route | None
     params: dict[str, str]
     method: Method | None
+    # The `<profile>` of a `/p/<profile>/…` path that matched as its rest (stripped, as upstream
+    # reads it), else None.
+    profile: str | None = None
 
 
 class Router:
@@ -180,9 +183,10 @@ class Router:
         segments = path_safe(raw_path).split("/")
         match = self._match(method, segments)
         if match.route is None and _profile_prefixed(segments):
-            # Upstream mounts every route again under /p/{profile}; with profile
-            # multiplexing off (always, here) the profile is ignored.
+            # Upstream mounts every route again under /p/{profile}; the pipeline decides what the
+            # profile means (nothing, unless the server multiplexes profiles: app/multiplex.py).
             match = self._match(method, [""] + segments[3:])
+            match.profile = segment_value(segments[2]).strip()
         return match
 
     def _match(self, method: str, segments: list[str]) -> Match:

@@ -133,7 +133,7 @@ async def run_status(request: Request, ctx: AppContext) -> Response:
 
 async def status_of(ctx: AppContext, run_id: str) -> dict[str, Any] | None:
     """The run's status: in memory, or (0.21) from its record, as a restart left it."""
-    return await ctx.runs.hydrate(run_keys.scope(ctx.settings.api_key), run_id)
+    return await ctx.runs.hydrate(run_keys.scope(ctx.settings.api_key, ctx.settings.profile), run_id)
 
 
 async def _event_frames(ctx: AppContext, run_id: str, queue: asyncio.Queue[Any]) -> AsyncIterator[bytes]:

@@ -29,6 +29,7 @@ from hermes_server.units import (
     message_paging,
     model_options,
     no_content_part_events,
+    profile_prefix_closed,
     prompt_store,
     run_idempotency,
     run_steer,
@@ -60,6 +61,7 @@ RELEASE_UNITS: Mapping[Addition, Unit] = {
     Addition.UNSERVED_0_21: unserved_0_21.UNIT,
     Addition.JOURNAL_MODE_CONFIG: journal_mode_config.UNIT,
     Addition.JOURNAL_MODE_TOLD: journal_mode_told.UNIT,
+    Addition.PROFILE_PREFIX_CLOSED: profile_prefix_closed.UNIT,
     Addition.SESSION_STREAM_OUTPUT: session_stream_output.UNIT,
     Addition.SHUTDOWN_INTERRUPTS_RUNS: shutdown_interrupts_runs.UNIT,
 }

@@ -69,7 +69,7 @@ def _claim(request: Request, ctx: AppContext, body: Any, key: str | None) -> Cla
         raise ApiError(400, run_keys.INVALID_KEY_MESSAGE, "invalid_idempotency_key")
     if not idempotency_key:
         return None
-    return run_keys.scope(ctx.settings.api_key), idempotency_key, run_keys.fingerprint(body, key)
+    return run_keys.scope(ctx.settings.api_key, ctx.settings.profile), idempotency_key, run_keys.fingerprint(body, key)
 
 
 async def _replay_or_conflict(ctx: AppContext, outcome: str, record: KeptRun, key: str | None,

@@ -81,13 +81,21 @@ def test_401_envelope_by_profile(profiled: RunningServer) -> None:
 
 def test_profile_mirrors_check_the_one_key_with_multiplexing_off(profiled: RunningServer) -> None:
     """§1.3 "Profile-scoped keys" [V1 `_expected_api_key`]: named profiles need their own key only
-    with multiplexing on; with it off (hermes-server's only mode) the routing shard's
-    `_resolve_request_profile` (read_file id 66604027870) ignores the prefix, so `/p/<name>/…`
-    takes the one key and refuses others with the profile's 401 (docs/differences.md)."""
+    with multiplexing on; with it off the routing shard's `_resolve_request_profile` (read_file id
+    66604027870) ignores the prefix in 0.19 and 0.20, so `/p/<name>/…` takes the one key and refuses
+    others with the profile's 401. From 0.21 (https://github.com/NousResearch/hermes-agent/pull/92871,
+    merged before 0.21.0) only the server's own profile's prefix is honoured: another's route is
+    404 "Unknown or unconfigured profile", before any key is checked (docs/differences.md)."""
     expected = OLD_401 if profiled.version == "0.19.0" else GATEWAY_401  # type: ignore[attr-defined]
-    assert profiled.client.get("/p/work/api/sessions").status_code == 200
-    answer = httpx.get(f"{profiled.url}/p/work/api/sessions", headers={"Authorization": "Bearer wrong"})
-    assert answer.status_code == 401 and answer.json() == expected
+    honoured = ("default",) if profiled.version.startswith("0.21") else ("work", "default")  # type: ignore[attr-defined]
+    for name in honoured:
+        assert profiled.client.get(f"/p/{name}/api/sessions").status_code == 200
+        answer = httpx.get(f"{profiled.url}/p/{name}/api/sessions", headers={"Authorization": "Bearer wrong"})
+        assert answer.status_code == 401 and answer.json() == expected
+    if "work" not in honoured:
+        for headers in ({}, {"Authorization": "Bearer wrong"}):
+            answer = httpx.get(f"{profiled.url}/p/work/api/sessions", headers=headers)
+            assert answer.status_code == 404 and answer.json() == {"error": "Unknown or unconfigured profile"}
 
 
 @pytest.mark.parametrize("version", NEWER)

@@ -81,7 +81,7 @@ def test_every_profile_lists_its_units_in_a_composing_order() -> None:
                      "message_paging", "chat_runtime", "create_fields", "session_flags", "prompt_store",
                      "activity_clock", "journal_mode_config"]
     assert [unit.name for unit in units_of(PROFILES["0.21.2"], Quirks())] == [
-        *newer, "run_stop_settled", "run_idempotency", "unserved_0_21", "journal_mode_told"]
+        *newer, "run_stop_settled", "run_idempotency", "unserved_0_21", "journal_mode_told", "profile_prefix_closed"]
     # 0.21.6 is 0.21.2 and the API server's changes merged for 0.21.4 (docs/versions.md).
     assert [unit.name for unit in units_of(PROFILES["0.21.6"], Quirks())] == [
         *(unit.name for unit in units_of(PROFILES["0.21.2"], Quirks())), "session_stream_output",
