@@ -44,12 +44,14 @@ serve: $(RUNTIME_STAMP)
 cli: $(RUNTIME_STAMP)
 	$(BIN)/hermes-server $(ARGS)
 
-# Made once (about 20 s from the package registry), then reused; `make clean` keeps it.
+# Made once (about 20 s from the package registry), then reused; `make clean` keeps it. aiohttp (the
+# version 0.19.0's `messaging` extra pins) lets tests start 0.19.0's API server itself
+# (tests/support/upstream_api.py). A venv made before it was added lacks it: `rm .venv-upstream/.installed`.
 $(UPSTREAM_STAMP):
 	rm -rf $(UPSTREAM_VENV)
 	$(PYTHON) -m venv $(UPSTREAM_VENV)
-	$(UPSTREAM_VENV)/bin/pip install -q --disable-pip-version-check 'hermes-agent==0.19.0'
-	$(UPSTREAM_VENV)/bin/python -c 'import hermes_state'
+	$(UPSTREAM_VENV)/bin/pip install -q --disable-pip-version-check 'hermes-agent==0.19.0' 'aiohttp==3.14.1'
+	$(UPSTREAM_VENV)/bin/python -c 'import hermes_state, gateway.platforms.api_server'
 	touch $@
 
 # Static checks, configured in pyproject.toml ([tool.ruff], [tool.mypy]); .ci/run runs them before the tests.
