@@ -15,8 +15,11 @@ unexport PYTHONDONTWRITEBYTECODE
 # The real hermes-agent, for the tests that run its SessionDB and `hermes` CLI on our state.db.
 UPSTREAM_VENV := .venv-upstream
 UPSTREAM_STAMP := $(UPSTREAM_VENV)/.installed
+# The declared floors: every direct dependency at the lowest version pyproject.toml allows.
+MIN_VENV := .venv-min
+MIN_STAMP := $(MIN_VENV)/.installed
 
-.PHONY: serve cli lint test test-fast test-container bench clean browser
+.PHONY: serve cli lint test test-fast test-min test-container bench clean browser
 # `make serve PORT=9000 HOST=0.0.0.0`: passed on as --port/--host (else API_SERVER_PORT/HOST or 8642/127.0.0.1).
 PORT ?=
 HOST ?=
@@ -60,7 +63,9 @@ lint: $(STAMP)
 	$(BIN)/mypy
 
 # Headless Chromium (Debian's package) for the inspector's browser tests: installed when missing
-# and we are root (as in CI); elsewhere those tests skip, saying so (under CI=true they fail).
+# and we are root (as in CI); elsewhere, or with `make test BROWSER=0`, nothing is installed and
+# those tests skip, saying so (under CI=true they fail).
+BROWSER ?= 1
 browser:
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -72,14 +77,29 @@ browser:
 # shared) and end with the 15 slowest tests. More pytest arguments: make test ARGS='-k fork -x'.
 PYTEST := $(BIN)/python -m pytest -q --dist loadfile --durations=15
 # The whole suite, real hermes-agent included (an interop test that skips fails the run here).
-test: $(STAMP) $(UPSTREAM_STAMP) browser
+test: $(STAMP) $(UPSTREAM_STAMP) $(if $(filter 0,$(BROWSER)),,browser)
 	HERMES_UPSTREAM_VENV=$(CURDIR)/$(UPSTREAM_VENV) $(PYTEST) -n 2 $(ARGS)
 
 # The inner loop: everything but the slow, interop and container tests (docs/pytest.md).
 # Four workers: these tests spend much of their time waiting on their servers, so workers beyond
 # the two cores use what two leave idle (measured on 1,980 tests: 51-56 s with four, 58-62 s with three).
+FAST := -n 4 -m "not slow and not interop and not container"
 test-fast: $(STAMP)
-	$(PYTEST) -n 4 -m "not slow and not interop and not container" $(ARGS)
+	$(PYTEST) $(FAST) $(ARGS)
+
+# The inner loop again on the lowest versions pyproject.toml allows (tools/lowest_direct.py pins
+# each direct dependency, runtime and extras, to its floor; pip picks the rest), so a lower bound
+# the code does not run on fails here, and in .ci/run, not on a user's install. Its own venv,
+# remade when pyproject.toml changes.
+$(MIN_STAMP): pyproject.toml tools/lowest_direct.py
+	rm -rf $(MIN_VENV)
+	$(PYTHON) -m venv $(MIN_VENV)
+	$(PYTHON) tools/lowest_direct.py test yaml > $(MIN_VENV)/constraints.txt
+	$(MIN_VENV)/bin/pip install -q --upgrade pip
+	$(MIN_VENV)/bin/pip install -q -c $(MIN_VENV)/constraints.txt -e '.[test,yaml]'
+	touch $@
+test-min: $(MIN_STAMP)
+	$(MIN_VENV)/bin/python -m pytest -q --dist loadfile --durations=15 $(FAST) $(ARGS)
 
 # The image itself: build, start, healthcheck, lifecycle check, docker stop (needs a Docker
 # daemon; skipped with the reason without one). CONTAINER_BASE=image builds on a local base
@@ -92,4 +112,4 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) $(MIN_VENV) .pytest_cache

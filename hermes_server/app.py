@@ -163,6 +163,8 @@ class HermesApp:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings = with_defaults(settings, KNOWN)
+        # First: an unusable --agent configuration (ValueError) is refused before any store opens a file.
+        agent = build_agent(settings)
         gates = None
         if settings.fixture_api:
             from hermes_server.testing.storage_gate import StorageGates
@@ -190,7 +192,7 @@ class HermesApp:
         # 0.21.2's runs_idempotency.db; no other profile creates the file.
         run_keys = RunKeyStore(settings.runs_idempotency_path) if Addition.RUN_IDEMPOTENCY in profile else None
         self.context = ctx = AppContext(
-            settings=settings, db=db, agent=build_agent(settings), clock=clock,
+            settings=settings, db=db, agent=agent, clock=clock,
             ids=IdSource(settings.deterministic), routes=routes, state=state, turns=turns,
             replays=ReplayCache(), runs=Runs(clock, run_keys), response_store=ResponseStore(settings.response_store_path),
             slots=Slots(settings.max_concurrent_runs, turns),

@@ -50,11 +50,26 @@ def test_make_test_passes_pytest_arguments_on_and_shows_the_slowest() -> None:
 def test_make_test_brings_the_browser_the_inspector_tests_need() -> None:
     steps = dry_run("test", "-o", ".venv-upstream/.installed")
     assert "apt-get install -y -qq chromium" in steps and steps.index("chromium") < steps.index("pytest")
+    assert "chromium" not in dry_run("test", "-o", ".venv-upstream/.installed", "BROWSER=0")
 
 
-def test_ci_lints_then_runs_the_readme_test_command() -> None:
+def test_the_readme_says_when_make_test_installs_a_browser_and_how_not_to() -> None:
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert "apt-get" in readme and "chromium" in readme and "make test BROWSER=0" in readme
+
+
+def test_ci_lints_then_runs_the_readme_test_command_then_the_floors() -> None:
     lines = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line and not line.startswith("#")]
-    assert lines[-2:] == ["make lint", "make test"]
+    steps = [line for line in lines if line.startswith("make ")]
+    assert steps.index("make lint") < steps.index("make test") < steps.index("make test-min")
+
+
+def test_make_test_min_pins_every_direct_dependency_to_its_floor() -> None:
+    steps = dry_run("-B", "test-min")
+    assert "tools/lowest_direct.py test yaml > .venv-min/constraints.txt" in steps
+    assert "-c .venv-min/constraints.txt -e '.[test,yaml]'" in steps
+    fast = steps.splitlines()[-1]
+    assert fast.startswith(".venv-min/bin/python -m pytest") and '-m "not slow and not interop and not container"' in fast
 
 
 def test_make_serve_installs_the_runtime_dependencies_alone() -> None:

@@ -12,6 +12,7 @@ import json
 import sys
 import urllib.error
 import urllib.request
+from dataclasses import replace
 from pathlib import Path
 
 from hermes_server.cli.options import HOME, Option, OptionError, env_text, text
@@ -23,7 +24,10 @@ READY_CHECKS = ("state_db", "gateway")
 PROBE_KEY = Option("api_key", "--api-key", "API_SERVER_KEY", None, text,
                    "the bearer key --ready sends (the server's --api-key)", metavar="KEY",
                    shown_default="the key a keyless serve kept in HERMES_HOME")
-PROBE_OPTIONS = (PROBE_KEY, HOME)
+# Here --home only locates the server's kept key (nothing in it is opened or written).
+KEY_HOME = replace(HOME, help="the home of the server asked, read only for the key a keyless serve kept there "
+                              "(hermes-server.key), when no --api-key or API_SERVER_KEY is given")
+PROBE_OPTIONS = (PROBE_KEY, KEY_HOME)
 
 
 def probe_key(args: argparse.Namespace) -> tuple[str | None, str]:

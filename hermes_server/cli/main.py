@@ -9,10 +9,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 
 from hermes_server import UPSTREAM_VERSION, __version__
 from hermes_server.cli.audit import audit
-from hermes_server.cli.healthcheck import PROBE_OPTIONS, healthcheck
+from hermes_server.cli.healthcheck import KEY_HOME, PROBE_OPTIONS, healthcheck
 from hermes_server.cli.options import (
     HOME,
     OptionError,
@@ -56,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
                     + "".join(f" {dialect.seed_note}" for dialect in KNOWN if dialect.seed_note),
     )
     seed.add_argument("file", metavar="FILE", help="fixture file: JSON, or YAML (.yaml/.yml) when PyYAML is installed")
-    add_options(seed, (HOME,))
+    add_options(seed, (replace(HOME, help="the home whose state.db (made when missing) the fixture is loaded into"),))
     seed.add_argument("--replace", action="store_true",
                       help="empty every session table first (same transaction), so state.db holds exactly the "
                            "fixture" + "".join(f" ({dialect.replace_note})" for dialect in KNOWN if dialect.replace_note)
@@ -90,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "8642)")
     grade.add_argument("--api-key", default=None,
                        help="the server's key (default env API_SERVER_KEY, else the one kept in HERMES_HOME)")
-    add_options(grade, (HOME,))
+    add_options(grade, (KEY_HOME,))
     grade.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the answer (default 10)")
     add_verify(commands)
     return parser

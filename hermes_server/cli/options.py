@@ -227,9 +227,23 @@ class Option:
             raise OptionError(f"{source} {exc}") from None
 
 
-HOME = Option("home", "--home", "HERMES_HOME", Path.home() / ".hermes", path,
-              "HERMES_HOME directory holding state.db; an existing Hermes home works", metavar="DIR",
-              shown_default="~/.hermes")
+def default_home() -> Path:
+    """Where every command looks without --home or HERMES_HOME: upstream's ~/.hermes, except when
+    this package runs from a source checkout (the venv `make` builds installs it editable). There
+    it is the checkout's .hermes-home, the home `make serve` uses, so every command the README shows
+    (`.venv/bin/hermes-server seed|audit|healthcheck`) reaches the server `make serve` started, and
+    trying the checkout never writes into a real Hermes home."""
+    checkout = Path(__file__).resolve().parents[2]
+    try:
+        ours = 'name = "hermes-server"' in (checkout / "pyproject.toml").read_text(encoding="utf-8")
+    except OSError:
+        ours = False
+    return checkout / ".hermes-home" if ours and (checkout / "Makefile").is_file() else Path.home() / ".hermes"
+
+
+HOME = Option("home", "--home", "HERMES_HOME", default_home(), path,
+              "the directory holding state.db (made when missing) and the kept key; an existing Hermes home works",
+              metavar="DIR", shown_default="~/.hermes; run from a source checkout, its ./.hermes-home, as make serve")
 
 SERVE_OPTIONS: tuple[Option, ...] = (
     HOME,

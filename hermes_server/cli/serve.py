@@ -7,6 +7,7 @@ import ipaddress
 import signal
 import sqlite3
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes_server import UPSTREAM_VERSION
@@ -64,13 +65,14 @@ def _exit_after_shutdown(signum: int, frame: object) -> None:
     raise SystemExit(0)
 
 
-def _announce_key(settings: Settings, no_auth: bool) -> Settings | str:
-    """Settings with the key to require (the kept one when none was given), or a refusal."""
+def _announce_key(settings: Settings, no_auth: bool) -> tuple[Settings, Path | None] | str:
+    """Settings with the key to require (the kept one when none was given) and the key file this
+    call wrote (None when it wrote none), or a refusal."""
     from hermes_server.cli.keyfile import KeyFileError, stored_key
 
     fmt = settings.log_format
     if settings.api_key is not None or no_auth:
-        return settings
+        return settings, None
     try:
         kept = stored_key(settings.home)
     except KeyFileError as exc:
@@ -82,7 +84,8 @@ def _announce_key(settings: Settings, no_auth: bool) -> Settings | str:
     else:
         say(f"API key read from {kept.path} (send as 'Authorization: Bearer <key>'; "
             "delete the file for a new key, or set API_SERVER_KEY)", fmt)
-    return Settings(**{**settings.__dict__, "api_key": kept.key})
+    written = kept.path if kept.generated and not kept.not_kept else None
+    return Settings(**{**settings.__dict__, "api_key": kept.key}), written
 
 
 def _warn_unusable_home(settings: Settings) -> None:
@@ -153,11 +156,19 @@ def serve(args: argparse.Namespace) -> int:
     fmt = settings.log_format
     configure_logging(settings.log_level, fmt)
 
+    # The socket first, then what else refuses the start, then what writes: a refused start (a port in
+    # use, a refused schema or fixture, an unusable agent) writes no key file and opens no store.
+    try:
+        sock = bind(settings.host, settings.port)
+    except ListenError as exc:
+        say(str(exc), fmt, level="error", stream=sys.stderr)
+        return 2
+
     def refuse(message: str) -> int:
+        sock.close()
         say(message, fmt, level="error", stream=sys.stderr)
         return 2
 
-    # What refuses the start comes first: a refused start leaves the home as it was (no key file).
     preparer = state_db_preparer(settings, PROFILES[settings.hermes_version])
     try:
         to_add = check_existing(settings.db_path, preparer)
@@ -180,7 +191,7 @@ def serve(args: argparse.Namespace) -> int:
     keyed = _announce_key(settings, no_auth)
     if isinstance(keyed, str):
         return refuse(keyed)
-    settings = keyed
+    settings, written = keyed
     if no_auth and not _is_loopback(settings.host):
         say(f"--no-auth on non-loopback address {settings.host}: anyone who can reach it can read and change "
             "sessions.", fmt, level="warning", stream=sys.stderr)
@@ -189,14 +200,12 @@ def serve(args: argparse.Namespace) -> int:
             fmt, level="warning", stream=sys.stderr)
     try:
         app = create_app(settings)
-    except ValueError as exc:  # an unusable --agent configuration
+    except ValueError as exc:  # an unusable --agent configuration, found before any store opened a file
+        if written is not None:  # the key this refused start generated: the home is left as it was
+            written.unlink(missing_ok=True)
         return refuse(str(exc))
     if sys.stderr.isatty():
         _warn_unusable_home(settings)
-    try:
-        sock = bind(settings.host, settings.port)
-    except ListenError as exc:
-        return refuse(str(exc))
     say(serving_line(settings), fmt)
     # sse-starlette would cut every open stream the moment SIGTERM arrives; a stream is an
     # in-flight request like any other, so it gets the same grace period (below) to finish.

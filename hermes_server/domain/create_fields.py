@@ -1,4 +1,4 @@
-"""What 0.20+ stores for `POST /api/sessions`'s `source` and `model` (V2 §B.3; docs/versions.md).
+"""What 0.20+ stores for `POST /api/sessions`'s `source` and `model` (0.20.4's rules; docs/versions.md).
 
 0.19.0 stores `source = 'api_server'` always and `model = body.model or --model-name`.
 0.20.4 normalises the `source` a client names to a known platform (anything else is

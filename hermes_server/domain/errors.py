@@ -91,9 +91,9 @@ class DocumentError(ValueError):
     def __init__(self, problems: Iterable[Problem], code: str = "invalid_fixture") -> None:
         self.problems = list(problems)
         self.code = code
-        first = self.problems[0] if self.problems else Problem("$", "invalid document")
-        more = len(self.problems) - 1
-        super().__init__(str(first) + (f" (and {more} more problem{'s' * (more > 1)})" if more else ""))
+        # Every problem, as `hermes-server seed` lists them: a client fixing its document by the
+        # HTTP answer alone must not have to guess what "(and 3 more problems)" were.
+        super().__init__("; ".join(map(str, self.problems or [Problem("$", "invalid document")])))
 
     @property
     def path(self) -> str:

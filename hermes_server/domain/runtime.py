@@ -1,4 +1,4 @@
-"""The `runtime` block 0.20+ adds to session chat answers and stream events (V2 §B.9, §B.10).
+"""The `runtime` block 0.20+ adds to session chat answers and stream events (docs/versions.md).
 
 Upstream's `_sanitize_runtime_metadata` always gives `provider`, `model` and `route_source`,
 then `requested` when the request named a runtime and `model_lock` when a lock holds. This

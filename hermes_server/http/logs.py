@@ -64,11 +64,26 @@ class ShutdownCutIsNotAnError(logging.Filter):
         return True
 
 
+# uvicorn logs everything it says (start-up, shutdown, bad requests) under `uvicorn.error`, so even
+# "Application startup complete." reads as an error to a CI job that greps its logs for "error";
+# those lines go out under this name instead, each at the level uvicorn gave it.
+SERVER_LOGGER = "hermes_server.server"
+
+
+class UnderOurName(logging.Filter):
+    """uvicorn's lines under the server's own logger name."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.name = SERVER_LOGGER
+        return True
+
+
 def configure_logging(level: str = "info", fmt: str = "text") -> None:
-    """Send every logger (uvicorn's included) to stderr in the chosen format."""
+    """Send every logger (uvicorn's included, under our name) to stderr in the chosen format."""
     uvicorn_errors = logging.getLogger("uvicorn.error")
-    if not any(isinstance(f, ShutdownCutIsNotAnError) for f in uvicorn_errors.filters):
-        uvicorn_errors.addFilter(ShutdownCutIsNotAnError())
+    for kind in (ShutdownCutIsNotAnError, UnderOurName):
+        if not any(isinstance(f, kind) for f in uvicorn_errors.filters):
+            uvicorn_errors.addFilter(kind())
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if fmt == "json" else logging.Formatter(TEXT_FORMAT))
     root = logging.getLogger()

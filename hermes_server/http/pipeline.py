@@ -31,7 +31,7 @@ from starlette.types import Message, Receive, Scope, Send
 from hermes_server.config import Settings
 from hermes_server.http.body import BODY_LIMIT_KEY, ClientLeft
 from hermes_server.http.errors import ApiError, BodyTooLarge, ErrorMap
-from hermes_server.http.logs import CLIENT_LEFT, log_access, log_failure, new_request_id
+from hermes_server.http.logs import CLIENT_LEFT, log_access, log_failure, new_request_id, safe_id
 from hermes_server.http.responses import (
     METHOD_NOT_ALLOWED_TEXT,
     NOT_FOUND_TEXT,
@@ -47,6 +47,8 @@ log = logging.getLogger("hermes_server")
 _BODY_METHODS = {"POST", "PUT", "PATCH"}
 _CORS_METHODS = "GET, POST, DELETE, OPTIONS"
 _CORS_HEADERS = "Authorization, Content-Type, Idempotency-Key"
+# Refused origins already named in the log (forgotten all at once past this many).
+_REMEMBERED_ORIGINS = 256
 
 
 def shutting_down(drain_seconds: float) -> ApiError:
@@ -136,6 +138,7 @@ class Pipeline:
         self.errors = errors
         self.checks = dict(checks)
         self.cors_allowed = ", ".join((_CORS_HEADERS, *extra_cors_headers))
+        self.refused_origins: set[str] = set()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
@@ -209,12 +212,26 @@ class Pipeline:
         except Exception:
             log.debug("could not answer a request cut by shutdown", exc_info=True)
 
+    def _say_refused(self, origin: str) -> None:
+        """The answer to a refused browser origin is upstream's empty 403, which tells its developer
+        nothing; the log says why, once per origin (the access line still comes every time)."""
+        if origin in self.refused_origins:
+            return
+        if len(self.refused_origins) >= _REMEMBERED_ORIGINS:
+            self.refused_origins.clear()
+        self.refused_origins.add(origin)
+        allowed = ", ".join(self.settings.cors_origins) or "none"
+        log.warning("refused a browser request from Origin %s with 403: not in --cors-origins (allowed: %s); "
+                    "add it with --cors-origins or API_SERVER_CORS_ORIGINS", safe_id(origin), allowed,
+                    extra={"fields": {"origin": safe_id(origin)}})
+
     async def dispatch(self, request: Request) -> tuple[Response, Route | None]:
         """Run the pipeline for one request; returns the response and the matched route."""
         settings = self.settings
         origin = request.headers.get("origin", "")
         if not _origin_allowed(settings, origin):
-            return EmptyResponse(403), None
+            self._say_refused(origin)
+            return EmptyResponse(403), None  # empty, as upstream's
         cors = cors_headers(settings, origin, self.cors_allowed)
         method = request.method
         if method == "OPTIONS":

@@ -131,7 +131,7 @@ def read_document(path: str | Path) -> dict[str, Any]:
         try:
             import yaml
         except ImportError:
-            raise FixtureDocumentError(f"{path}: YAML fixtures need PyYAML (pip install 'hermes-server[yaml]')") from None
+            raise FixtureDocumentError(f"{path}: YAML fixtures need PyYAML (pip install PyYAML, or the [yaml] extra)") from None
         document = yaml.safe_load(text)
     else:
         document = json.loads(text)

@@ -206,3 +206,18 @@ def test_open_server_with_cors_reports_it(tmp_path: Path) -> None:
         assert srv.client.get("/health/detailed").status_code == 200
     finally:
         srv.stop()
+
+
+def test_a_refused_origin_is_named_in_the_log_once_and_the_answer_stays_upstreams(tmp_path: Path) -> None:
+    """Once only `GET - 403` in the log: nothing said which origin or which option."""
+    srv = start_server(tmp_path / "hermes", "--cors-origins", "https://app.example")
+    try:
+        for _ in range(2):
+            refused = srv.client.get("/api/sessions", headers={"Origin": "http://localhost:3000"})
+            assert (refused.status_code, refused.content) == (403, b"")
+        assert srv.client.get("/api/sessions", headers={"Origin": "https://app.example"}).status_code == 200
+        lines = [line for line in srv.log().splitlines() if "Origin" in line]
+        assert len(lines) == 1, lines
+        assert "http://localhost:3000" in lines[0] and "--cors-origins" in lines[0] and "https://app.example" in lines[0]
+    finally:
+        srv.stop()

@@ -173,7 +173,7 @@ def test_seed_merges_a_fixture(c: httpx.Client) -> None:
      "$.sessions[1].relation",
      "$.sessions[1].relation: parent 'plain' must have end_reason 'compression' for a compression continuation"),
     ({"sessions": [{"id": "ok-1", "bad": 1}, {"id": "ok-2", "input_tokens": "x"}]},
-     "$.sessions[0].bad", "$.sessions[0].bad: unknown field (and 1 more problem)"),
+     "$.sessions[0].bad", "$.sessions[0].bad: unknown field; $.sessions[1].input_tokens: must be an integer, got a string"),
 ])
 def test_seed_rejects_the_whole_fixture(fx: RunningServer, c: httpx.Client, document: Any, param: str, message: str) -> None:
     before = counts(fx.db_path)
@@ -182,6 +182,17 @@ def test_seed_rejects_the_whole_fixture(fx: RunningServer, c: httpx.Client, docu
     assert r.json() == {"error": {"message": message, "type": "invalid_request_error", "param": param, "code": "invalid_fixture"}}
     assert c.get("/api/sessions/ok-1").status_code == 404
     assert counts(fx.db_path) == before
+
+
+def test_the_http_seed_names_every_problem_the_seed_command_lists(c: httpx.Client, tmp_path: Path) -> None:
+    """Once "…(and 3 more problems)" over HTTP, where `hermes-server seed` listed all four."""
+    document = {"sessions": [{"id": "p-1", "colour": "red"}, {"id": "p-2", "input_tokens": "x"},
+                             {"id": "p-3", "messages": [{"role": "robot", "content": "q"}]}, {"title": 7}]}
+    answer = c.post("/_fixture/seed", json=document).json()["error"]["message"]
+    listed = seed_cli(str(write(tmp_path / "four.json", document)), "--home", str(tmp_path / "home"))
+    problems = [line.strip() for line in listed.stderr.splitlines()[1:] if line.strip()]
+    assert listed.returncode == 1 and len(problems) == 4, listed.stderr
+    assert answer.split("; ") == problems
 
 
 def test_control_api_needs_the_key(fx: RunningServer) -> None:

@@ -324,3 +324,24 @@ def test_the_page_files_ship_in_the_package() -> None:
     assert {"index.html", "app.js", "app.css"} <= files
     project = (ROOT / "pyproject.toml").read_text()
     assert re.search(r'packages\s*=\s*\[\s*"hermes_server"\s*\]', project), "the wheel ships hermes_server/ whole"
+
+
+def test_an_unknown_session_says_so_in_the_page(server: RunningServer, tree: dict[str, Any]) -> None:
+    """Once empty panels and only a corner "error: HTTP 404"."""
+    html = dom(_url(server, "/_fixture/ui/sessions/no-such-id"))
+    assert 'id="no-such-session"' in html and "No such session" in html and "no-such-id" in html
+    assert 'id="lineage"' not in html and 'id="transcript"' not in html
+    status = re.search(r'<p id="status"[^>]*>([^<]*)</p>', html)
+    assert status is not None and "error" not in status.group(1) and "updated" in status.group(1)
+
+
+def test_the_page_shows_one_time_format_labelled_utc(server: RunningServer, tree: dict[str, Any]) -> None:
+    """Once a 12-hour local clock ("updated 3:04:05 PM") beside ISO UTC times."""
+    overview, session = dom(_url(server)), dom(_url(server, "/_fixture/ui/sessions/R"))
+    for html in (overview, session):
+        assert not re.search(r"\d:\d\d:\d\d\s*[AP]M", html), "a 12-hour clock"
+        status = re.search(r'<p id="status"[^>]*>([^<]*)</p>', html)
+        assert status is not None and re.fullmatch(r"updated \d\d:\d\d:\d\d UTC", status.group(1)), status
+    assert "<th>time (UTC)</th>" in overview
+    assert re.search(r"<dd[^>]*>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", session)  # started_at
+    assert not re.search(r"\d\d:\d\d:\d\dZ", overview + session)

@@ -47,3 +47,21 @@ def test_a_dialects_sentences_name_no_file_a_pip_user_lacks() -> None:
 
 def test_the_script_format_is_reachable_from_an_install() -> None:
     assert "python -m pydoc hermes_server.agents.script" in " ".join(help_of("serve").split())
+
+
+def home_help(command: str) -> str:
+    """The --home line of a command's help, unwrapped."""
+    text = " ".join(help_of(command).split())
+    return text[text.index("--home DIR ", text.index("options:")):].split(" --", 1)[0]
+
+
+@pytest.mark.parametrize("command", ["audit", "healthcheck"])
+def test_home_of_a_probe_says_it_only_locates_the_key(command: str) -> None:
+    """Once "directory holding state.db" here too, where nothing but the kept key is read."""
+    line = home_help(command)
+    assert "key" in line and "hermes-server.key" in line and "state.db" not in line, line
+
+
+def test_home_of_seed_is_where_the_fixture_goes_and_of_serve_what_it_holds() -> None:
+    assert "fixture is loaded into" in home_help("seed")
+    assert "state.db" in home_help("serve") and "kept key" in home_help("serve")

@@ -15,12 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.server import clean_env
+from tests.support.server import clean_env, free_port
 
 # A server process per test (start-up, exit status, shutdown): left out of make test-fast.
 pytestmark = pytest.mark.slow
 
-PORT = "19651"  # never bound: the refusal comes first
+# Bound and let go again: each refusal below comes before serving. A free one, since the socket is
+# bound before anything else is checked (so that a port in use leaves the home as it was).
+PORT = str(free_port())
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -74,3 +76,33 @@ def test_a_refused_start_leaves_a_fresh_home_absent(tmp_path: Path) -> None:
     done = run("serve", "--fixture", str(fixture), "--home", str(home), "--port", PORT)
     assert done.returncode == 2 and "generated API key" not in done.stdout + done.stderr
     assert not home.exists()  # no key file kept for a server that never started
+
+
+def _entries(home: Path) -> dict[str, bytes]:
+    return {entry.name: entry.read_bytes() for entry in sorted(home.iterdir())} if home.exists() else {}
+
+
+@pytest.mark.parametrize("fresh", [True, False], ids=["fresh-home", "used-home"])
+def test_a_start_on_a_port_in_use_leaves_the_home_as_it_was(tmp_path: Path, fresh: bool) -> None:
+    """Once it wrote the key file and response_store.db, then found the port taken."""
+    import socket
+
+    home = tmp_path / "home"
+    if not fresh:
+        home.mkdir()
+        (home / "notes.txt").write_text("mine")
+    before = _entries(home)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        done = run("serve", "--home", str(home), "--port", str(taken.getsockname()[1]))
+    assert done.returncode == 2 and "address already in use" in done.stderr, done.stderr
+    assert home.exists() is not fresh and _entries(home) == before
+
+
+def test_a_start_with_an_unusable_agent_leaves_the_home_as_it_was(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    done = run("serve", "--home", str(home), "--port", PORT, "--agent", "script", "--hermes-version", "0.21.2")
+    assert done.returncode == 2 and "--agent-script" in done.stderr, done.stderr
+    assert _entries(home) == {}

@@ -183,3 +183,18 @@ def test_stream_past_the_grace_period_is_closed_cleanly(tmp_path: Path) -> None:
         roles = [row[0] for row in conn.execute("SELECT role FROM messages WHERE session_id = 's' ORDER BY id")]
     assert roles == ["user", "assistant"]
     assert parse_frames(b"".join(f.raw for f in result["frames"])) == result["frames"]
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_a_clean_start_and_stop_log_no_word_error_and_only_our_loggers(tmp_path: Path, fmt: str) -> None:
+    """Start-up and shutdown lines once came under uvicorn's `uvicorn.error` logger, which trips a CI
+    job that greps a log for "error" although nothing failed."""
+    srv = start_server(tmp_path / "h", "--log-format", fmt)
+    assert srv.client.get("/api/sessions").status_code == 200
+    assert srv.stop() == 0
+    log = srv.log()
+    assert "startup complete" in log and "Shutting down" in log
+    assert "error" not in log.lower(), log
+    if fmt == "json":
+        names = {json.loads(line)["logger"] for line in log.splitlines() if line.startswith("{")}
+        assert names and all(name.startswith("hermes_server") for name in names), names

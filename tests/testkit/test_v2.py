@@ -43,6 +43,19 @@ def test_fault_builders_are_the_fault_objects_written_by_hand() -> None:
         Fault.status("session_get", tims=1)  # a misspelt field fails here, not as a 400 later
 
 
+@pytest.mark.parametrize(("build", "own"), [(lambda: Fault.latency(None, 250, tims=2), "latency_ms"),
+                                            (lambda: Fault.stream_cut("session_chat_stream", after_event=2),
+                                             "after_events")], ids=["latency", "stream_cut"])
+def test_a_misspelt_fault_field_names_itself_and_the_valid_ones(build: object, own: str) -> None:
+    """Once `TypeError: _common() got an unexpected keyword argument 'tims'`: an internal name, no way out."""
+    with pytest.raises(TypeError) as refused:
+        build()  # type: ignore[operator]
+    message = str(refused.value)
+    assert "_common" not in message and message.startswith("Fault.")
+    assert "'tims'" in message or "'after_event'" in message
+    assert "did you mean" in message and own in message and "times" in message and "probability" in message
+
+
 def test_options_are_flags_and_a_cache_key() -> None:
     options = HermesOptions(deterministic=True, agent_script="s.json", agent_delay=0.5, compress_after_messages=6,
                             upstream_quirks=True, fixture="f.json", flags=["--max-concurrent-runs", "1"])

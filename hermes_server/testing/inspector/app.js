@@ -52,11 +52,14 @@ async function api(path) {
 
 function setStatus(text) { document.getElementById("status").textContent = text; }
 
+// One time format on the whole page: UTC, 24-hour, labelled (the server's clock may be a fixture's,
+// so a local clock beside it would mislead).
 function when(seconds) {
   if (typeof seconds !== "number") return "";
-  return new Date(seconds * 1000).toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
+  return new Date(seconds * 1000).toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
 }
 
+// A journal time, in a column headed "time (UTC)": to the millisecond, the date left out.
 function clockTime(seconds) {
   return new Date(seconds * 1000).toISOString().slice(11, 23);
 }
@@ -158,7 +161,7 @@ function renderJournal(list) {
   } else {
     openBodies.clear();
     fill("journal", el("div", { class: "journal-wrap" },
-      table(["seq", "time", "method", "path", "status", "outcome", "faults", "duration", ""], list.data.map(journalRow))));
+      table(["seq", "time (UTC)", "method", "path", "status", "outcome", "faults", "duration", ""], list.data.map(journalRow))));
   }
   journalSeqs = seqs;
 }
@@ -300,17 +303,38 @@ function renderTranscript(list) {
     el("p", { class: "empty" }, "No messages."));
 }
 
+const MISSING = "missing";
+
+function showMissing(id) {
+  document.getElementById("main").replaceChildren(el("section", { id: "missing", class: "wide" },
+    el("h2", {}, "No such session"),
+    el("p", { id: "no-such-session", class: "empty" }, "No such session: ", el("span", { class: "mono" }, id),
+       " is not in state.db (never created, deleted, or emptied by a fixture reset). ",
+       el("a", { href: "/_fixture/ui/" + fragment() }, "Back to the overview"), ".")));
+}
+
 function showSession(id) {
   const main = document.getElementById("main");
-  main.replaceChildren(section("lineage", "Lineage", true), section("facts", "Session"), section("transcript", "Transcript"));
+  const frame = () => main.replaceChildren(section("lineage", "Lineage", true), section("facts", "Session"),
+                                           section("transcript", "Transcript"));
+  frame();
   document.title = id + " · hermes-server inspector";
   let last = null;
   return async () => {
-    const [tree, transcript] = await Promise.all([
-      api("/_fixture/sessions/" + encodeURIComponent(id) + "/lineage"),
-      api("/_fixture/sessions/" + encodeURIComponent(id) + "/messages")]);
+    let tree, transcript;
+    try {
+      [tree, transcript] = await Promise.all([
+        api("/_fixture/sessions/" + encodeURIComponent(id) + "/lineage"),
+        api("/_fixture/sessions/" + encodeURIComponent(id) + "/messages")]);
+    } catch (error) {
+      if (!(error instanceof HttpError && error.status === 404)) throw error;
+      if (last !== MISSING) showMissing(id);  // said in the page, and said again if it comes and goes
+      last = MISSING;
+      return;
+    }
     const seen = JSON.stringify([tree, transcript]);
     if (seen === last) return;  // unchanged: keep the reader's scroll and selection
+    if (last === MISSING) frame();
     last = seen;
     note("lineage", tree.nodes.length + " sessions from root " + tree.root + "; live tip " + tree.tip);
     fill("lineage", el("p", { class: "legend muted" }, el("span", { class: "compression" }, "── compression"),
@@ -350,7 +374,7 @@ function start() {
     busy = true;
     try {
       await refresh();
-      setStatus((key ? "" : "no key · ") + "updated " + new Date().toLocaleTimeString());
+      setStatus((key ? "" : "no key · ") + "updated " + when(Date.now() / 1000).slice(11));
     } catch (error) {
       if (error instanceof HttpError && error.status === 401) {
         stopped = true;
