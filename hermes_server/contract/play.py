@@ -14,6 +14,7 @@ import json
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -132,32 +133,45 @@ def settled(answer: Answer) -> bool:
     return _json(answer).get("status") not in LIVE_STATUSES
 
 
-def play(steps: Sequence[Step], sides: Sequence[Side], *,
+def play(steps: Sequence[Step], sides: Sequence[Side], *, parallel: bool = False,
          on_retry: Callable[[str, int], None] | None = None) -> list[Played]:
-    """Every step to every side in order; a retry group whose `live` step found its run settled on
-    any side is played again (up to RETRIES times): upstream notices a stop when its agent next
-    polls the model call (every 0.3 s), so a status read right after a stop may already say
-    `cancelled`. That is timing, not the wire, so such a group is played again with a new run."""
+    """Every step to every side in order (with `parallel`, a step to all sides at once; each side
+    still sees the steps in order). A retry group whose `live` step found its run settled on any
+    side is played again (up to RETRIES times): upstream notices a stop when its agent next polls
+    the model call (every 0.3 s), so a status read right after a stop may already say `cancelled`.
+    That is timing, not the wire, so such a group is played again with a new run."""
     played: list[Played] = []
-    for group in groups(steps):
-        attempts = RETRIES if group[0].retry else 1
-        for attempt in range(1, attempts + 1):
-            this, raced = _play_group(group, sides)
-            last = not raced or attempt == attempts
-            for item in this:
-                item.kept = last
-            played += this
-            if last:
-                break
-            if on_retry is not None:
-                on_retry(group[0].retry or "", attempt)
+    with ThreadPoolExecutor(max_workers=len(sides) if parallel else 1) as pool:
+        for group in groups(steps):
+            played += _play_retried(group, sides, pool if parallel else None, on_retry)
     return played
 
 
-def _play_group(group: list[Step], sides: Sequence[Side]) -> tuple[list[Played], bool]:
+def _play_retried(group: list[Step], sides: Sequence[Side], pool: ThreadPoolExecutor | None,
+                  on_retry: Callable[[str, int], None] | None) -> list[Played]:
+    played: list[Played] = []
+    attempts = RETRIES if group[0].retry else 1
+    for attempt in range(1, attempts + 1):
+        this, raced = _play_group(group, sides, pool)
+        last = not raced or attempt == attempts
+        for item in this:
+            item.kept = last
+        played += this
+        if last:
+            break
+        if on_retry is not None:
+            on_retry(group[0].retry or "", attempt)
+    return played
+
+
+def _play_group(group: list[Step], sides: Sequence[Side], pool: ThreadPoolExecutor | None) -> tuple[list[Played], bool]:
     out, raced = [], False
     for step in group:
-        answers = {side.name: side.send(step) for side in sides}
+        if pool is None:
+            answers = {side.name: side.send(step) for side in sides}
+        else:
+            answers = dict(zip((side.name for side in sides), pool.map(Side.send, sides, [step] * len(sides)),
+                               strict=True))
         if step.pause:
             time.sleep(step.pause)
         for side in sides:  # what one side accepted and another refused is undone where it was accepted

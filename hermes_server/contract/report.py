@@ -137,16 +137,32 @@ def text(run: Run) -> str:
     return "\n".join(lines)
 
 
-def _releases(run: Run) -> list[str]:
+def answers_like(run: Run) -> tuple[str, int] | None:
+    """The release the target answers like where its profile answers otherwise (the one matching
+    most such steps, the newer on a tie), and on how many; None when there is none."""
     like = Counter(version for finding in run.drift for version in finding.releases)
     if not like:
+        return None
+    return max(like.items(), key=lambda item: (item[1], _version(item[0])))
+
+
+def _version(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split(".") if part.isdigit())
+
+
+def _releases(run: Run) -> list[str]:
+    best = answers_like(run)
+    if best is None:
         return [f"releases: the target answers like {run.profile} wherever another release would differ"]
-    claims = f", not {run.profile} as {'/health claims' if run.claims == run.profile else 'the profile says'}"
-    out = ["releases:"]
-    for version, count in sorted(like.items()):
-        rows = sorted({row.behaviour for finding in run.drift if version in finding.releases for row in finding.rows})
-        out.append(f"  the target answers like {version}{claims} on {count} step(s); rows of docs/versions.md: "
-                   + ("; ".join(rows) if rows else "none named"))
+    version, count = best
+    claim = "its /health claims" if run.claims == run.profile else "the profile holds it to"
+    others = Counter(v for finding in run.drift if version in finding.releases for v in finding.releases
+                     if v != version)
+    rows = sorted({row.behaviour for finding in run.drift if finding.releases for row in finding.rows})
+    out = [f"releases: the target answers like {version}, not {run.profile} as {claim}, on {count} step(s)"
+           + "".join(f" ({other} alike on {n} of them)" for other, n in sorted(others.items())),
+           "  rows of docs/versions.md it shows:"]
+    out += [f"    {row}" for row in rows] or ["    none named"]
     return out
 
 

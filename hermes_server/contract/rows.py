@@ -170,7 +170,8 @@ RELEASE_ROWS: tuple[ReleaseRow, ...] = (
                lambda step, diff: any(path[-2:] == ("session", "source") for path in diff.paths)),
     ReleaseRow("`POST /api/sessions` `model`", Addition.CREATE_FIELDS,
                lambda step, diff: any(path[-2:] == ("session", "model") for path in diff.paths)),
-    ReleaseRow("`runtime` on session chat", Addition.CHAT_RUNTIME, lambda step, diff: diff.touches("runtime")),
+    ReleaseRow("`runtime` on session chat (`/chat` answer after `usage`; `run.started`, `assistant.completed`, "
+               "`run.completed` on `/chat/stream`)", Addition.CHAT_RUNTIME, lambda step, diff: diff.touches("runtime")),
     ReleaseRow("session object `pinned`, `archived`, `hidden`", Addition.SESSION_FLAGS,
                lambda step, diff: diff.touches("pinned", "archived", "hidden")),
     ReleaseRow("`runs_idempotency` capability", Addition.RUN_IDEMPOTENCY,

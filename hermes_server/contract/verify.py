@@ -193,7 +193,7 @@ def run(suites: Sequence[Suite], steps_of: Callable[[Suite], list[Step]], target
         outcome.deviations_reachable |= {step.deviation for step in steps if step.deviation}
         if not steps:
             continue
-        answers = play(steps, sides)
+        answers = play(steps, sides, parallel=True)
         text = real_model(answers, target.name)
         outcome.real_model = outcome.real_model or text
         shaped = shape(answers, {side.name: suite.normaliser() for side in sides}, partial(view, text=text))
