@@ -150,7 +150,7 @@ def check(where: Endpoint, key: str, claims: str | None, model: str | None, prof
     from hermes_server.cli.references import references
 
     prefix = f"verify-{secrets.token_hex(3)}-"
-    ledger = Ledger()
+    ledger = Ledger(prefix)
     target = Side("target", {("key", "fast"): where}, {"key": key}, observe=ledger.observe)
     wanted = [Reference(version, quirks) for version in PROFILES for quirks in (True, False)]
     mode = [flag for flag, on in (("--write", args.write), ("--with-chat", args.with_chat)) if on]

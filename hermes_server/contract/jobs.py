@@ -109,7 +109,7 @@ def scenarios(n: Names) -> list[Step]:
     add("get by name is 404", "GET", "/api/jobs/aaaaaaaaaaaa", needs=[BARE])
     add("patch bad json", "PATCH", "/api/jobs/{interval}", b"{", deviation="D8")
     add("patch array", "PATCH", "/api/jobs/{interval}", ["name"], deviation="D8")
-    add("patch no fields", "PATCH", "/api/jobs/{interval}", {"id": "x", "foo": 1})
+    add("patch no fields", "PATCH", "/api/jobs/{interval}", {"id": i("x"), "foo": 1})
     add("patch unknown", "PATCH", f"/api/jobs/{unknown}", {"name": i("z")})
     add("patch name 201", "PATCH", "/api/jobs/{interval}", {"name": n.fill("n", 201)})
     add("patch name int", "PATCH", "/api/jobs/{interval}", {"name": 5}, deviation="D8")
@@ -162,7 +162,8 @@ def scenarios(n: Names) -> list[Step]:
                          ("GET", "/v1/realtime"), ("POST", "/v1/realtime/sessions"), ("GET", "/api/memory"),
                          ("GET", "/api/config"), ("PUT", "/v1/toolsets"), ("POST", "/v1/runs/run_x/steer"),
                          ("GET", "/v1/responses/x/input_items"), ("GET", f"/api/jobs/{unknown}/output")):
-        add(f"not registered: {method} {path}", method, path, needs=[BARE] if path in touching else [])
+        shown = path.replace(unknown, "0123456789ab")  # the step's name stays the same whatever the prefix
+        add(f"not registered: {method} {shown}", method, path, needs=[BARE] if path in touching else [])
 
     c.section("the thinking a session chat stream reports (`_thinking` progress)", WRITES, MORE)
     t = f"/api/sessions/{i('T')}"

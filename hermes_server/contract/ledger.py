@@ -29,20 +29,29 @@ RUN_SETTLE_SECONDS = 30.0
 
 @dataclass
 class Ledger:
-    """Ids created on one server, in the order they were created."""
+    """Ids created on one server, in the order they were created; `prefix` is the run's."""
 
+    prefix: str
     sessions: list[str] = field(default_factory=list)
     jobs: list[str] = field(default_factory=list)
     responses: list[str] = field(default_factory=list)
     runs: list[str] = field(default_factory=list)
 
     def observe(self, step: Step, path: str, answer: Answer) -> None:
-        """Record what a 2xx answer to `step` says was created."""
+        """Record what a 2xx answer to `step` says was created, and the session a create or fork
+        named with the run's prefix whatever it answered (0.19.0's fork writes its child before it
+        refuses a title, and leaves it there)."""
+        route = path.split("?")[0]
+        creates = step.method == "POST" and (route == "/api/sessions" or route.endswith("/fork"))
+        if creates and isinstance(step.body, dict):
+            for key in ("id", "session_id"):
+                named = step.body.get(key)
+                if isinstance(named, str) and named.strip().startswith(self.prefix):
+                    _add(self.sessions, named.strip())
         if not 200 <= answer.status < 300:
             return
         data = _json(answer)
-        route = path.split("?")[0]
-        if step.method == "POST" and (route == "/api/sessions" or route.endswith("/fork")):
+        if creates:
             _add(self.sessions, (data.get("session") or {}).get("id"))
         if step.method == "POST" and route == "/api/jobs":
             _add(self.jobs, (data.get("job") or {}).get("id"))

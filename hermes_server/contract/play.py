@@ -97,6 +97,12 @@ class Side:
             self.captured[f"{name}_session"] = answer.headers["x-hermes-session-id"]
 
 
+def without_body(answer: Answer) -> Answer:
+    """The answer with no body: what a normaliser may see of one whose body is compared by shape
+    (its ids must not advance the numbering of the ids that follow)."""
+    return Answer(answer.status, answer.headers, b"")
+
+
 def _json(answer: Answer) -> dict[str, Any]:
     try:
         data = json.loads(answer.body)
@@ -192,19 +198,23 @@ class Shaped:
     answers: dict[str, Answer]
 
 
-def shape(played: Iterable[Played], normalisers: Mapping[str, Normaliser],
-          view: Callable[[Step, Answer, Any], Any] | None = None) -> list[Shaped]:
+# How a caller forms an answer itself (verify's view): the step, the answer, the side's normaliser.
+View = Callable[[Step, Answer, Normaliser], Any]
+
+
+def shape(played: Iterable[Played], normalisers: Mapping[str, Normaliser], view: View | None = None) -> list[Shaped]:
     """Each side's form of each answer, in playing order (attempts played again still count for the
     id numbering, as they did live, but are not returned). A step about the server's own figures is
-    compared by the shape of its top level; `view` may reshape a form further (verify's)."""
+    compared by the shape of its top level; `view`, when given, forms every other answer."""
     out = []
     for item in played:
         shapes = {}
         for name, answer in item.answers.items():
-            form = normalisers[name](answer)
+            normalise = normalisers[name]
             if item.step.figures:
-                form = by_shape(form, answer, depth=1)
-            shapes[name] = view(item.step, answer, form) if view is not None else form
+                shapes[name] = by_shape(normalise(without_body(answer)), answer, depth=1)
+            else:
+                shapes[name] = view(item.step, answer, normalise) if view is not None else normalise(answer)
         if item.kept:
             out.append(Shaped(item.step, shapes, item.answers))
     return out

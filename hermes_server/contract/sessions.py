@@ -61,7 +61,7 @@ def scenarios(n: Names) -> list[Step]:
     add("T9 foreign Origin", "GET", "/api/sessions", headers={"Origin": "https://evil"}, listing=True)
     add("OPTIONS with Origin", "OPTIONS", "/api/sessions", headers={"Origin": "https://evil"})
     add("OPTIONS without Origin", "OPTIONS", "/api/sessions")
-    add("T7 long session key off chat", "GET", sid(i("nope-t7")), headers={"X-Hermes-Session-Key": "k" * 300})
+    add("T7 long session key off chat", "GET", sid(i("nope-t7")), headers={"X-Hermes-Session-Key": n.fill("k", 300)})
     add("health with bad auth", "GET", "/health", auth="Bearer nope")
     add("UTF-8 non-ASCII bearer", "GET", "/api/sessions", auth="Bearer caf\u00e9".encode())
     add("bearer without a token", "GET", "/api/sessions", auth="Bearer ")
@@ -252,7 +252,7 @@ def scenarios(n: Names) -> list[Step]:
     add("404 before auth", "GET", "/nope", auth=None)
 
     c.section("renaming and closing a session (PATCH)", WRITES)
-    add("T46 unknown fields", "PATCH", sid(i("A")), js({"model": "x", "foo": 1, "title": "n"}))
+    add("T46 unknown fields", "PATCH", sid(i("A")), js({"model": "x", "foo": 1, "title": i("n")}))
     add("T46 title unchanged", "GET", sid(i("A")))
     add("T47 404 before body", "PATCH", sid(i("NOPE")), b"{", safe=True)
     add("T48 empty patch", "PATCH", sid(i("A")), js({}))

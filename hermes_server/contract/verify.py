@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from hermes_server.contract.masks import by_shape
-from hermes_server.contract.play import Played, Shaped, Side, play, shape
+from hermes_server.contract.masks import Normaliser, by_shape
+from hermes_server.contract.play import Played, Shaped, Side, play, shape, without_body
 from hermes_server.contract.rows import Difference, ReleaseRow, release_rows
 from hermes_server.contract.steps import Need, Step
 from hermes_server.contract.suites import Suite
@@ -98,15 +98,15 @@ def real_model(played: Iterable[Played], target: str) -> bool:
 
 
 def masked(value: Any, keys: frozenset[str], key: str | None = None) -> Any:
-    """`value` with whatever sits under `keys` (a null included) replaced by a placeholder."""
+    """`value` with whatever sits under `keys` (a null, a list included) replaced by a placeholder."""
+    if key in keys:
+        return f"<{key}>"
     if isinstance(value, dict):
         return {k: masked(v, keys, k) for k, v in value.items()}
     if isinstance(value, list):
         return [masked(v, keys) for v in value]
     if isinstance(value, tuple):
         return tuple(masked(v, keys) for v in value)
-    if key in keys:
-        return f"<{key}>"
     return value
 
 
@@ -124,11 +124,14 @@ def rows_masked(value: Any, key: str | None = None) -> Any:
 _ROW_ID = re.compile(r'"id": \d+')
 
 
-def view(step: Step, answer: Answer, form: Any, *, text: bool) -> Any:
-    """A form as verify compares it: a listing's 2xx answer by shape, message row ids and
-    configuration masked, and with a real model (`text`), its words masked."""
+def view(step: Step, answer: Answer, normalise: Normaliser, *, text: bool) -> Any:
+    """An answer as verify compares it: a listing's 2xx answer by shape (what else the server holds
+    never reaches the normaliser), message row ids and configuration masked, and with a real model
+    (`text`), its words masked."""
     if step.listing and 200 <= answer.status < 300:
-        form = by_shape(form, answer)
+        form = by_shape(normalise(without_body(answer)), answer)
+    else:
+        form = normalise(answer)
     if isinstance(form, dict) and isinstance(form.get("body"), str):
         form = {**form, "body": _ROW_ID.sub('"id": "<row>"', form["body"])}
     form = rows_masked(form)
