@@ -16,9 +16,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
-from tests.support.server import KEY, RunningServer, clean_env, free_port, start_server
+from tests.support.server import KEY, clean_env, free_port, start_server
 
 FULL = ("--write", "--with-chat")
 # What a run against hermes-server as served must name: every deviation a request can reach.
@@ -88,9 +89,8 @@ def files(home: Path) -> dict[Path, bytes]:
     raise AssertionError(f"{home} kept changing")
 
 
-def seed(server: RunningServer) -> None:
+def seed(c: httpx.Client) -> None:
     """Rows a user's server holds before a check: sessions with a turn and a fork, a cron job, a response."""
-    c = server.client
     assert c.post("/api/sessions", json={"id": "mine", "title": "Mine"}).status_code == 201
     assert c.post("/api/sessions/mine/chat", json={"message": "keep me"}).status_code == 200
     assert c.post("/api/sessions/mine/fork", json={"id": "mine-fork"}).status_code == 201
@@ -142,7 +142,7 @@ def test_a_read_only_run_writes_nothing(tmp_path: Path) -> None:
     index aside, which every reader writes), and what drifts is named."""
     server = start_server(tmp_path / "home")
     try:
-        seed(server)
+        seed(server.client)
         before = files(server.home)
         done = verify(server.url, KEY, "--json")
         after = files(server.home)
@@ -163,7 +163,7 @@ def test_hermes_server_as_served_drifts_by_its_deviations_and_is_left_as_it_was(
     causes, and the coverage says so); the seeded rows are all there afterwards and nothing else is."""
     server = start_server(tmp_path / "home")
     try:
-        seed(server)
+        seed(server.client)
         before = rows(server.home)
         done = verify(server.url, KEY, *FULL)
         data = report(verify(server.url, KEY, *FULL, "--json"))
@@ -206,3 +206,24 @@ def test_a_0212_server_held_to_0190_shows_the_0212_rows(tmp_path: Path) -> None:
     assert max(data["answers_like"].items(), key=lambda item: item[1])[0] == "0.21.2"
     assert "the target answers like 0.21.2, not 0.19.0" in done.stdout
     assert all(row["since"] in ("0.20.4", "0.21.2") for d in data["drift"] for row in d["release_rows"])
+
+
+@pytest.mark.slow
+@pytest.mark.interop
+def test_real_hermes_0190_has_no_drift_and_is_left_as_it_was(tmp_path: Path) -> None:
+    """The issue's first line: the real hermes-agent 0.19.0 API server (its mock model) checked with
+    everything on, drift none; what it held before (sessions, a turn, a fork, a job, a response) is
+    there afterwards, and nothing else."""
+    from tests.support.upstream_api import UpstreamServer
+
+    with UpstreamServer(tmp_path / "upstream") as upstream:
+        with httpx.Client(base_url=upstream.url, headers={"Authorization": f"Bearer {upstream.key}"},
+                          timeout=60) as client:
+            seed(client)
+        before = rows(upstream.home)
+        done = verify(upstream.url, upstream.key, *FULL, "--profile", "0.19.0")
+        after = rows(upstream.home)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    assert done.stdout.rstrip().endswith("result: no drift")
+    assert "all of it removed" in done.stdout and upstream.key not in done.stdout + done.stderr
+    assert after == before
