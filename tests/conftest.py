@@ -67,7 +67,7 @@ TIERS: dict[str, tuple[str, ...]] = {
     "tests/api/test_openapi.py::test_schemathesis_finds_no_5xx_and_no_schema_violation_on_a_newer_profile": ("slow",),
     "tests/hermrun/test_openapi.py::test_schemathesis_finds_no_5xx_and_no_schema_violation_on_the_dialect": ("slow",),
     "tests/reliability/test_heads.py::test_memory_does_not_grow_with_the_bytes_sent": ("slow",),
-    "tests/reliability/test_heads.py::test_an_endless_head_is_cut_at_the_head_limit": ("slow",),
+    "tests/reliability/test_heads.py::test_an_endless_head_is_cut": ("slow",),
     "tests/reliability/test_disconnects.py::test_hundred_clients_disconnecting_mid_stream": ("slow",),
     "tests/reliability/test_run_disconnects.py::test_dropped_run_streams_and_response_streams_lose_no_turn": ("slow",),
     "tests/api/test_checkpoint.py::test_the_wal_stays_bounded_and_reaches_the_main_file": ("slow",),
@@ -88,6 +88,7 @@ TIERS: dict[str, tuple[str, ...]] = {
     "tests/api/test_migration_advice.py::test_hermes_version_alone_does_not_migrate": ("interop",),
     "tests/api/test_storage.py::test_upstream_sessiondb_reads_and_writes_our_state_db": ("interop",),
     "tests/reliability/test_other_processes.py::test_upstream_sessiondb_opening_and_closing_the_file": ("interop",),
+    "tests/api/test_head_limits.py::test_the_table_is_upstreams": ("interop",),
     # Tests of in_process modules that need their own server's process (exit status, start-up output).
     "tests/api/test_agent_delay.py::test_bad_values_are_refused": ("subprocess",),
     "tests/api/test_fixtures.py::test_serve_refuses_a_bad_fixture": ("subprocess", "slow"),

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Differential check: the session routes' scenarios (`hermes_server/contract/sessions.py`, 358
+"""Differential check: the session routes' scenarios (`hermes_server/contract/sessions.py`, 364
 steps) and the read probes (`probes.py`) against upstream hermes-agent 0.19.0 and hermes-server.
 
 Usage (from the repository root):
@@ -81,7 +81,7 @@ def run(verbose: bool, keep: bool, quirks: bool = False) -> int:
         per_pair = Counter(item.step.pair for item in sessions)
         total = len(sessions)
         unexpected, wrong, unexercised = tally["unexpected"], tally["wrong"], tally["unexercised"]
-        print(f"\n{total} requests: {tally['same']} identical, {tally['expected']} expected differences (D1-D6), "
+        print(f"\n{total} requests: {tally['same']} identical, {tally['expected']} expected differences (declared deviations), "
               f"{unexpected} unexpected differences, {wrong} deviations answered otherwise than declared, "
               f"{unexercised} declared deviations not observed")
         print("by server pair: " + ", ".join(f"{pair} {n}" for pair, n in per_pair.items()))

@@ -1,4 +1,4 @@
-"""Every deliberate deviation from 0.19.0 (docs/differences.md, D1-D10): what each one changes.
+"""Every deliberate deviation from 0.19.0 (docs/differences.md, D1-D11): what each one changes.
 
 A deviation is either an answer or a behaviour.
 
@@ -14,7 +14,9 @@ A deviation is either an answer or a behaviour.
   D9 `DUPLICATED_RESPONSE_HISTORY` (routes/responses.py, the history a response stores),
   D10 `NO_CONTENT_PART_EVENTS` (routes/responses.py, whether a response stream sends
   `response.content_part.added`/`.done` around the message's text and names each call
-  of its `response.completed` by id).
+  of its `response.completed` by id),
+  D11 `HEAD_LIMITS_TEXT_400` (cli/serve.py, whether a request head past a limit is refused
+  with the envelope or with 0.19.0's own text).
 
 Which quirks are on is plain data (`domain/quirks.py`), so a version profile can name
 its own set.

@@ -309,14 +309,21 @@ SERVE_OPTIONS: tuple[Option, ...] = (
            "and chat completions answer 429 with Retry-After: 1; 0 disables the cap", group="chat",
            metavar="N", shown_default="10, as upstream"),
     Option("max_request_line", "--max-request-line", "HERMES_SERVER_MAX_REQUEST_LINE", SETTING,
-           whole(256), "most bytes of the request line (longer: 414, connection closed)", group="request heads",
-           metavar="BYTES"),
+           whole(256), "most bytes of the request target (the path and query of the request line; not its "
+           "method or version); longer: 400, connection closed", group="request heads", metavar="BYTES",
+           shown_default="8190, as upstream"),
     Option("max_header_bytes", "--max-header-bytes", "HERMES_SERVER_MAX_HEADER_BYTES", SETTING,
-           whole(256), "most bytes of one header line (longer: 431, connection closed)", group="request heads",
-           metavar="BYTES"),
+           whole(256), "most bytes of a header value (from its first non-blank byte to the end of its line), "
+           "of the first header's name and value together, and of a header name with the name before it; "
+           "longer: 400, connection closed", group="request heads", metavar="BYTES",
+           shown_default="8190, as upstream"),
+    Option("max_headers", "--max-headers", "HERMES_SERVER_MAX_HEADERS", SETTING, whole(1),
+           "most header lines of a request, Host included; more: 400, connection closed", group="request heads",
+           metavar="N", shown_default="128, as upstream"),
     Option("max_head_bytes", "--max-head-bytes", "HERMES_SERVER_MAX_HEAD_BYTES", SETTING, whole(256),
-           "most bytes of the request line and all header lines together (longer: 431, connection closed)",
-           group="request heads", metavar="BYTES"),
+           "most bytes of the request line and all header lines together, line ends included (upstream has "
+           "no such limit; the default is above any head the other limits let through unpadded); longer: 400, "
+           "connection closed", group="request heads", metavar="BYTES", shown_default="2097152"),
     Option("fixture_path", "--fixture", "HERMES_SERVER_FIXTURE", SETTING, existing_file("fixture"),
            "merge this fixture file into state.db at start; POST /_fixture/reset returns to it",
            group="test control", metavar="FILE"),

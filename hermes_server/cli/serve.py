@@ -116,7 +116,9 @@ def uvicorn_config(app: Any, settings: Settings) -> uvicorn.Config:
     servers use them too). Imported here, not at the top: `hermes-server --help` stays light."""
     import uvicorn
 
-    from hermes_server.cli.transport import HeadLimits, protocol_for
+    from hermes_server.cli.head_limits import HeadLimits
+    from hermes_server.cli.transport import protocol_for
+    from hermes_server.domain.quirks import Quirk, Quirks
 
     return uvicorn.Config(
         app,
@@ -135,9 +137,11 @@ def uvicorn_config(app: Any, settings: Settings) -> uvicorn.Config:
         # says int, but it waits with asyncio.wait_for, which takes fractions (--shutdown-grace 0.5).
         timeout_graceful_shutdown=settings.shutdown_grace_seconds,  # type: ignore[arg-type]
         lifespan="on",
-        # httptools with byte limits on the request head (cli/transport.py).
-        http=protocol_for(HeadLimits(settings.max_request_line, settings.max_header_bytes,
-                                     settings.max_head_bytes, settings.max_request_bytes)),
+        # httptools with limits on the request head (cli/transport.py), refused as 0.19.0 does under
+        # --upstream-quirks.
+        http=protocol_for(HeadLimits(settings.max_request_line, settings.max_header_bytes, settings.max_headers,
+                                     settings.max_head_bytes, settings.max_request_bytes),
+                          upstream=Quirk.HEAD_LIMITS_TEXT_400 in Quirks.upstream(settings.upstream_quirks)),
     )
 
 

@@ -31,7 +31,7 @@ Check a running Hermes API server against hermes-server's contract: the behaviou
 the project compares with the real hermes-agent 0.19.0 are sent to URL and to hermes-server
 references started in this process (every served release, bug-for-bug and as served), and
 every answer of URL that differs from the chosen profile's is reported as drift, with the
-deviation (docs/differences.md, D1-D10) or release row (docs/versions.md) that explains it.
+deviation (docs/differences.md, D1-D11) or release row (docs/versions.md) that explains it.
 
 Safe on a server that matters: without --write it only reads (health, capabilities, models,
 lists compared by shape, 404s, the 401 envelope, refusals that write nothing). With --write,

@@ -1,4 +1,4 @@
-"""What explains a difference: the deviations of docs/differences.md (D1-D10) and the release
+"""What explains a difference: the deviations of docs/differences.md (D1-D11) and the release
 rows of docs/versions.md, in users' words. The one place a scenario's difference is mapped to a
 row, so that a row can be re-pointed (a profile unit renamed, a release added) here alone.
 
@@ -61,6 +61,8 @@ DEVIATIONS: dict[str, Deviation] = {d.row: d for d in (
                     "them: the model of a chain's third turn sees 7 messages)"),
     Deviation("D10", "a streamed Responses turn: response.content_part.added/.done around the text (0.19.0 "
                      "sends neither)", _content_parts_only),
+    Deviation("D11", "a request head past a limit (target or header value over 8190 bytes, more than 128 "
+                     "headers): 400 with the envelope naming the limit (0.19.0: 400 text/plain quoting the head)"),
 )}
 
 

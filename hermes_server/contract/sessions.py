@@ -1,7 +1,7 @@
 """Scenarios of the session resource routes: health, auth, create, list, get, patch, messages,
-fork, delete, the body limit, path decoding, a server without a key, an unopenable state.db.
+fork, delete, the body limit, request heads, path decoding, a server without a key, an unopenable state.db.
 
-Over 400 lines on purpose: it is the request table (358 steps), kept in one file so the whole
+Over 400 lines on purpose: it is the request table (364 steps), kept in one file so the whole
 set reads top to bottom. Compared byte for byte after masking timestamps and generated ids
 (`masks.BodyBytes`). Rows the API cannot create (compression chains, delegates, archived rows,
 rewound transcripts) are seeded on both sides by upstream's own SessionDB (`Need.SEEDED`).
@@ -16,6 +16,7 @@ from urllib.parse import quote
 from hermes_server.contract.steps import Builder, Names, Need, Step, js
 
 LIMIT = 10_000_000
+HEAD_FIELD = 8190  # 0.19.0's most bytes of a request target and of a header value
 WRITES, SEEDED, BARE = Need.WRITES, Need.SEEDED, Need.BARE_NAMES
 
 
@@ -189,6 +190,21 @@ def scenarios(n: Names) -> list[Step]:
     big = js({"id": i("big")})
     add("T108 exactly the limit", "POST", "/api/sessions", big + b" " * (LIMIT - len(big)))
     add("chunked under the limit", "POST", "/api/sessions", _Chunks((b'{"id": ', f'"{p}chunky"}}'.encode())))
+
+    c.section("request heads: 0.19.0's limits on the target, a header value and the header count")
+    chain = "X-AIP-Delegation-Chain"
+    add("target of 8,190 bytes", "GET", "/health?" + "a" * (HEAD_FIELD - 8), auth=None)
+    add("D11 target of 8,191 bytes", "GET", "/health?" + "a" * (HEAD_FIELD - 7), auth=None, deviation="D11",
+        declared=(400, envelope("request_target_too_long", "Request target (path and query) longer than 8190 bytes.")))
+    add("header value of 8,190 bytes", "GET", "/api/sessions?limit=1", headers={chain: "c" * HEAD_FIELD},
+        listing=True)
+    add("D11 header value of 8,191 bytes", "GET", "/api/sessions?limit=1", headers={chain: "c" * (HEAD_FIELD + 1)},
+        deviation="D11", listing=True,
+        declared=(400, envelope("request_header_too_large", f"Request header '{chain}' too large: "
+                                "its value passes 8190 bytes.")))
+    add("128 header lines", "GET", "/health", auth=None, headers={f"X-H{k}": "v" for k in range(127)})
+    add("D11 129 header lines", "GET", "/health", auth=None, headers={f"X-H{k}": "v" for k in range(128)},
+        deviation="D11", declared=(400, envelope("too_many_headers", "More than 128 request headers.")))
 
     c.section("listing sessions: limit, offset, include_children, source")
     for q in ["limit=0", "limit=-1", "limit=abc", "limit=1.5", "limit=500", "limit=1_0", "limit=%201%20",

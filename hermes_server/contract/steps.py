@@ -88,7 +88,7 @@ class Step:
     pause: float = 0.0  # seconds to wait after the step, on every side
     retry: str | None = None  # steps sharing it are run again together when a `live` one raced
     live: bool = False  # the run must still be live here (else the group raced the run's end)
-    deviation: str | None = None  # the row of docs/differences.md (D1-D10) where hermes-server differs
+    deviation: str | None = None  # the row of docs/differences.md (D1-D11) where hermes-server differs
     declared: tuple[int, Any] | None = None  # hermes-server's answer to a deviation (status, JSON)
     # Sent after this step to each server that accepted it (2xx), to undo what a deviation let
     # one side create and the other refuse (so later answers stay comparable).

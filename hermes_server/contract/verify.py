@@ -4,7 +4,7 @@ Every step the run may send (its needs met) goes to the target, then to each ref
 hermes-server in process on a fresh home, for every served release, bug-for-bug
 (`--upstream-quirks`) and as served (its deviations on). A step whose target answer equals
 the chosen profile's bug-for-bug reference is no drift. Any other is drift, explained by
-what the target answers like: hermes-server's own deviation (the row the step names, D1-D10),
+what the target answers like: hermes-server's own deviation (the row the step names, D1-D11),
 another release (the rows of docs/versions.md the difference shows), or nothing (unexplained).
 """
 

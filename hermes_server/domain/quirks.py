@@ -31,6 +31,7 @@ class Quirk(Enum):
     JOBS_BAD_INPUT_500 = "D8"
     DUPLICATED_RESPONSE_HISTORY = "D9"
     NO_CONTENT_PART_EVENTS = "D10"
+    HEAD_LIMITS_TEXT_400 = "D11"
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ BAD_VALUES: dict[str, list[str]] = {
     "compress_after_messages": ["0", "many"],
     "max_request_line": ["10"],
     "max_header_bytes": ["x"],
+    "max_headers": ["0", "many"],
     "max_head_bytes": ["-5"],
     "fixture_path": ["/nonexistent/fixture.json"],
     "herm_run_allowance": ["-1", "some"],

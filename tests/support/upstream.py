@@ -1,4 +1,5 @@
-"""Where the real hermes-agent 0.19.0 is installed, for the tests that run it on our state.db.
+"""Where the real hermes-agent 0.19.0 is installed, for the tests that run it on our state.db,
+and whether it can run its own API server (tests/support/upstream_api.py starts that).
 
 `make test` installs it into `.venv-upstream/` (cached) and names that venv in
 HERMES_UPSTREAM_VENV, so there a missing venv fails the test instead of skipping it. A bare
@@ -9,11 +10,12 @@ neither exists.
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 VERSION = "0.19.0"
 REQUIRED = "HERMES_UPSTREAM_VENV"
 
@@ -35,3 +37,16 @@ def upstream_bin(name: str = "python") -> Path:
     if os.environ.get(REQUIRED):
         pytest.fail(f"{REQUIRED}={os.environ[REQUIRED]} holds no hermes-agent: {how}", pytrace=False)
     pytest.skip(f"no venv with hermes-agent=={VERSION}: {how}")
+
+
+def require_api_server() -> Path:
+    """The upstream venv's python, once it can run 0.19.0's API server: that needs aiohttp, which
+    0.19.0 pins (3.14.1) in its extras and `make test` adds to the venv."""
+    python = upstream_bin("python")
+    if subprocess.run([str(python), "-c", "import aiohttp"], capture_output=True).returncode != 0:
+        how = "`make .venv-upstream/.installed-aiohttp` adds aiohttp==3.14.1 (make test does it first)"
+        if os.environ.get(REQUIRED):
+            pytest.fail(f"{REQUIRED}={os.environ[REQUIRED]} has no aiohttp for 0.19.0's API server: {how}",
+                        pytrace=False)
+        pytest.skip(f"no aiohttp beside hermes-agent=={VERSION}: {how}")
+    return python

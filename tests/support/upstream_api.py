@@ -26,7 +26,7 @@ from types import TracebackType
 import httpx
 
 from tests.support.server import free_port
-from tests.support.upstream import upstream_bin
+from tests.support.upstream import require_api_server
 
 REPO = Path(__file__).resolve().parents[2]
 MOCK = REPO / "tools" / "scriptable_mock_llm.py"
@@ -94,10 +94,11 @@ class UpstreamServer:
             "model:\n  provider: custom\n"
             f"  base_url: http://127.0.0.1:{self.mock_port}/v1\n"
             "  default: mock-model\n  api_key: mock-llm-key-0123456789abcdef\n  context_length: 131072\n")
-        env = {k: v for k, v in os.environ.items() if k not in _PROXY_VARIABLES and not k.startswith("HERMES_")}
-        env.update(HERMES_HOME=str(self.home), NO_PROXY="*", no_proxy="*", PYTHONUNBUFFERED="1",
+        env = {k: v for k, v in os.environ.items()
+               if k not in _PROXY_VARIABLES and not k.startswith(("HERMES_", "API_SERVER_"))}
+        env.update(HERMES_HOME=str(self.home), HOME=str(self.home), NO_PROXY="*", no_proxy="*", PYTHONUNBUFFERED="1",
                    PYTHONDONTWRITEBYTECODE="1", API_SERVER_KEY=self.key)
-        python = str(upstream_bin("python"))
+        python = str(require_api_server())
         with (self.home / "mock.log").open("wb") as mock_log:
             self._processes.append(subprocess.Popen([sys.executable, str(MOCK), "--port", str(self.mock_port)],
                                                     stdout=mock_log, stderr=subprocess.STDOUT, env=env))

@@ -28,7 +28,7 @@ from hermes_server.domain.profiles import PROFILES
 
 ROOT = Path(__file__).resolve().parents[2]
 # The oracle tools' counts (docs/conformance.md), and the probes oracle_diff.py plays after its 358.
-COUNTS = {"probes": 11, "sessions": 358, "chat": 91, "completions": 84, "jobs": 104, "runs": 126}
+COUNTS = {"probes": 11, "sessions": 364, "chat": 91, "completions": 84, "jobs": 104, "runs": 126}
 PREFIX = "verify-0a1b2c-se-"
 VERIFY_MEETS = frozenset({Need.WRITES, Need.CHAT})
 
