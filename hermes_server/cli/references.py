@@ -12,16 +12,54 @@ import argparse
 import contextlib
 import logging
 import secrets
+import socket
 import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hermes_server.cli.listen import bind
 from hermes_server.contract.play import Side
 from hermes_server.contract.verify import Reference
 from hermes_server.contract.wire import Endpoint, exchange, local
+
+if TYPE_CHECKING:
+    import uvicorn
+
+
+class ServerThread:
+    """uvicorn serving on a socket already bound, on a daemon thread of this process (no signal
+    handling: uvicorn installs none off the main thread). The suite's in-process lane uses it too."""
+
+    def __init__(self, server: uvicorn.Server, sock: socket.socket, name: str) -> None:
+        self.server, self._sock = server, sock
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self.failure: BaseException | None = None
+
+    def _run(self) -> None:
+        try:
+            self.server.run(sockets=[self._sock])
+        except BaseException as exc:  # noqa: BLE001 - kept for the starter to report
+            self.failure = exc
+        finally:
+            self._sock.close()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def stop(self, timeout: float = 15.0) -> None:
+        """Graceful shutdown as on SIGTERM (in-flight requests get the grace), forced after `timeout`."""
+        self.server.should_exit = True
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            self.server.force_exit = True
+            self._thread.join(5)
 
 
 class InProcess:
@@ -41,25 +79,16 @@ class InProcess:
         add_options(parser, *serve_options())
         settings, _ = settings_from_args(parser.parse_args([*args, "--port", str(self.port)]))
         AppStatus.disable_automatic_graceful_drain()
-        self._server = uvicorn.Server(uvicorn_config(create_app(settings), settings))
-        self._thread = threading.Thread(target=self._run, name=f"verify-reference:{self.port}", daemon=True)
-        self.failure: BaseException | None = None
-
-    def _run(self) -> None:
-        try:
-            self._server.run(sockets=[self._sock])
-        except BaseException as exc:  # noqa: BLE001 - kept for start() to report
-            self.failure = exc
-        finally:
-            self._sock.close()
+        server = uvicorn.Server(uvicorn_config(create_app(settings), settings))
+        self._thread = ServerThread(server, self._sock, f"verify-reference:{self.port}")
 
     def start(self, wait: float = 30.0) -> None:
         self._thread.start()
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
-            if not self._thread.is_alive():
-                raise RuntimeError(f"a reference hermes-server stopped while starting: {self.failure!r}")
-            if self._server.started:
+            if not self._thread.alive:
+                raise RuntimeError(f"a reference hermes-server stopped while starting: {self._thread.failure!r}")
+            if self._thread.server.started:
                 with contextlib.suppress(OSError):
                     if exchange(local(self.port), "GET", "/health", timeout=2).status == 200:
                         return
@@ -67,11 +96,7 @@ class InProcess:
         raise RuntimeError(f"a reference hermes-server did not answer within {wait:.0f} s")
 
     def stop(self) -> None:
-        self._server.should_exit = True
-        self._thread.join(15)
-        if self._thread.is_alive():
-            self._server.force_exit = True
-            self._thread.join(5)
+        self._thread.stop()
 
 
 def quiet() -> None:

@@ -23,7 +23,7 @@ from hermes_server.contract.report import Run, as_json, text
 from hermes_server.contract.steps import Names, Need, Step
 from hermes_server.contract.suites import SUITES, Suite
 from hermes_server.contract.verify import Reference, run
-from hermes_server.contract.wire import Answer, Endpoint, exchange
+from hermes_server.contract.wire import Endpoint, exchange
 from hermes_server.domain.profiles import PROFILES
 
 DESCRIPTION = """\
@@ -83,13 +83,6 @@ def _numbers(version: str | None) -> tuple[int, ...] | None:
     return tuple(int(part or 0) for part in match.groups()) if match else None
 
 
-def _json(answer: Answer) -> dict[str, Any]:
-    try:
-        data = json.loads(answer.body)
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
-
 
 def probe(where: Endpoint, key: str) -> tuple[str | None, str | None]:
     """What the target claims (/health's version) and its model name (/v1/models); Refused when it is
@@ -99,12 +92,12 @@ def probe(where: Endpoint, key: str) -> tuple[str | None, str | None]:
         models = exchange(where, "GET", "/v1/models", headers=[("Authorization", f"Bearer {key}")], timeout=TIMEOUT)
     except OSError as exc:
         raise Refused(f"cannot reach {where.url}: {exc}") from None
-    claims = _json(health)
+    claims = health.json_object()
     if health.status != 200 or "status" not in claims:
         raise Refused(f"{where.url}/health answered {health.status} without a health status: not a Hermes API server")
     if models.status == 401:
         raise Refused(f"{where.url} refused the key (401 from /v1/models): give its API_SERVER_KEY with --key")
-    listed = _json(models).get("data")
+    listed = models.json_object().get("data")
     model = listed[0].get("id") if isinstance(listed, list) and listed and isinstance(listed[0], dict) else None
     version = claims.get("version")
     return (version if isinstance(version, str) else None), (model if isinstance(model, str) else None)

@@ -10,12 +10,10 @@ session is deleted, since a finishing turn writes its session again.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 from urllib.parse import quote
 
 from hermes_server.contract.play import LIVE_STATUSES
@@ -50,7 +48,7 @@ class Ledger:
                     _add(self.sessions, named.strip())
         if not 200 <= answer.status < 300:
             return
-        data = _json(answer)
+        data = answer.json_object()
         if creates:
             _add(self.sessions, (data.get("session") or {}).get("id"))
         if step.method == "POST" and route == "/api/jobs":
@@ -93,13 +91,6 @@ def _add(ids: list[str], found: object) -> None:
         ids.append(found)
 
 
-def _json(answer: Answer) -> dict[str, Any]:
-    try:
-        data = json.loads(answer.body)
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
-
 
 def _settle(send: Callable[[str, str], Answer], run_id: str) -> str | None:
     """Wait for a run to end (stopping it after RUN_SETTLE_SECONDS); a line when it would not."""
@@ -111,11 +102,11 @@ def _settle(send: Callable[[str, str], Answer], run_id: str) -> str | None:
             answer = send("GET", path)
         except OSError as exc:
             return f"run {run_id}: could not read its status ({exc})"
-        if answer.status != 200 or _json(answer).get("status") not in LIVE_STATUSES:
+        if answer.status != 200 or answer.json_object().get("status") not in LIVE_STATUSES:
             return None
         if time.monotonic() > deadline:
             if stopped:
-                return f"run {run_id}: still {_json(answer).get('status')} after a stop"
+                return f"run {run_id}: still {answer.json_object().get('status')} after a stop"
             send("POST", f"{path}/stop")
             stopped, deadline = True, time.monotonic() + 10
         time.sleep(0.2)

@@ -108,6 +108,17 @@ def decoded_body(body: bytes, mask: Callable[[str | None, Any], Any] = _as_it_is
     return mask(None, parsed)
 
 
+def parsed_form(form: Any) -> Any:
+    """A form whose body is kept as JSON text (the session routes' bytes) with that body parsed, for
+    reading which fields differ; any other form as it is."""
+    if isinstance(form, dict) and isinstance(form.get("body"), str):
+        try:
+            return {**form, "body": json.loads(form["body"])}
+        except ValueError:
+            return form
+    return form
+
+
 def blocks(body: bytes, encoding: str = "utf-8") -> list[str]:
     """The SSE blocks of a stream body (what follows the last blank line is cut off)."""
     return body.decode(encoding).split("\n\n")[:-1]

@@ -10,7 +10,6 @@ tools' declared deviations, `verify`'s references).
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -81,13 +80,13 @@ class Side:
         deadline = time.monotonic() + WAIT_SECONDS
         while True:
             answer = exchange(where, step.method, path, None, auth)
-            status = _json(answer).get("status") if answer.status == 200 else None
+            status = answer.json_object().get("status") if answer.status == 200 else None
             if status in (step.wait or ()) or time.monotonic() > deadline:
                 return answer
             time.sleep(WAIT_EVERY)
 
     def _capture(self, name: str, answer: Answer) -> None:
-        data = _json(answer) if answer.headers.get("content-type", "").startswith("application/json") else {}
+        data = answer.json_object() if answer.headers.get("content-type", "").startswith("application/json") else {}
         found = data.get("run_id") or data.get("id")
         if found is None and isinstance(data.get("job"), dict):
             found = data["job"].get("id")
@@ -102,13 +101,6 @@ def without_body(answer: Answer) -> Answer:
     (its ids must not advance the numbering of the ids that follow)."""
     return Answer(answer.status, answer.headers, b"")
 
-
-def _json(answer: Answer) -> dict[str, Any]:
-    try:
-        data = json.loads(answer.body)
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
 
 
 @dataclass
@@ -136,7 +128,7 @@ def settled(answer: Answer) -> bool:
     (0.19.0's stop of a finished run) a 404."""
     if answer.status == 404:
         return True
-    return _json(answer).get("status") not in LIVE_STATUSES
+    return answer.json_object().get("status") not in LIVE_STATUSES
 
 
 def play(steps: Sequence[Step], sides: Sequence[Side], *, parallel: bool = False,

@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_server.contract.masks import ANYTHING, Keys
+from hermes_server.contract.masks import ANYTHING, Keys, parsed_form
 from hermes_server.contract.rows import DEVIATIONS
 from hermes_server.contract.steps import Need
 from hermes_server.contract.verify import Finding, Outcome, Reference
@@ -92,7 +92,7 @@ def _dig(form: Any, path: tuple[Any, ...]) -> Any:
 
 def cell(form: Any, finding: Finding) -> str:
     """An answer cut to what differs: its status, then each differing field (first few)."""
-    parsed = _parsed(form)
+    parsed = parsed_form(form)
     status = parsed.get("status") if isinstance(parsed, dict) else None
     pieces = [str(status)] if status is not None else []
     for path in sorted(finding.difference.paths, key=str)[:3]:
@@ -104,15 +104,6 @@ def cell(form: Any, finding: Finding) -> str:
         pieces.append(f"{label}={shown}")
     text = " ".join(pieces).replace("\n", " ").replace("|", "\\|")
     return text if len(text) <= CELL else text[:CELL - 1] + "…"
-
-
-def _parsed(form: Any) -> Any:
-    if isinstance(form, dict) and isinstance(form.get("body"), str):
-        try:
-            return {**form, "body": json.loads(form["body"])}
-        except ValueError:
-            return form
-    return form
 
 
 def text(run: Run) -> str:
@@ -209,7 +200,7 @@ def as_json(run: Run) -> dict[str, Any]:
         "drift": [{
             "suite": f.suite, "step": f.step.name, "behaviour": f.step.behaviour,
             "request": {"method": f.step.method, "path": f.step.path},
-            "profile_answers": _plain(_parsed(f.profile_form)), "target_answered": _plain(_parsed(f.target_form)),
+            "profile_answers": _plain(parsed_form(f.profile_form)), "target_answered": _plain(parsed_form(f.target_form)),
             "differs_at": sorted((list(map(str, path)) for path in f.difference.paths), key=json.dumps),
             "deviation": {"row": f.deviation, "behaviour": DEVIATIONS[f.deviation].behaviour} if f.deviation else None,
             "release_rows": [{"behaviour": row.behaviour, "since": row.since} for row in f.rows],

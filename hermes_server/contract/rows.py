@@ -10,12 +10,11 @@ unit (`domain/profiles.py`), or the one the row names.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from hermes_server.contract.masks import Keys
+from hermes_server.contract.masks import Keys, parsed_form
 from hermes_server.contract.steps import Step
 from hermes_server.domain.profiles import PROFILES, Addition
 
@@ -76,7 +75,7 @@ class Difference:
 
     @classmethod
     def of(cls, a: Any, b: Any) -> Difference:
-        a, b = _parsed(a), _parsed(b)
+        a, b = parsed_form(a), parsed_form(b)
         paths: set[tuple[Any, ...]] = set()
         _diff(a, b, (), paths)
         statuses = (a.get("status"), b.get("status")) if isinstance(a, dict) and isinstance(b, dict) else (None, None)
@@ -85,16 +84,6 @@ class Difference:
     def touches(self, *names: str) -> bool:
         """Whether one of these JSON keys differs, or only one side has it."""
         return any(name in self.keys or any(name in path for path in self.paths) for name in names)
-
-
-def _parsed(form: Any) -> Any:
-    """A form with a body kept as text (the session routes' bytes) parsed, for diffing."""
-    if isinstance(form, dict) and isinstance(form.get("body"), str):
-        try:
-            return {**form, "body": json.loads(form["body"])}
-        except ValueError:
-            return form
-    return form
 
 
 def _diff(a: Any, b: Any, at: tuple[Any, ...], out: set[tuple[Any, ...]]) -> None:

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import http.client
 import itertools
+import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 # A body: bytes as they are, a callable giving the chunks of a chunked body, or none.
@@ -53,6 +55,14 @@ class Answer:
     status: int
     headers: dict[str, str]  # lower-cased names; a repeated header's values joined by ", "
     body: bytes
+
+    def json_object(self) -> dict[str, Any]:
+        """The body when it is a JSON object, else an empty one."""
+        try:
+            data = json.loads(self.body)
+        except ValueError:
+            return {}
+        return data if isinstance(data, dict) else {}
 
 
 def exchange(where: Endpoint, method: str, path: str, body: Body = None,

@@ -152,7 +152,7 @@ def test_a_read_only_run_writes_nothing(tmp_path: Path) -> None:
     assert [name for name in before if after[name] != before[name]] == []
     data = report(done)
     assert done.returncode == 1 and data["result"]["unexplained"] == 0
-    assert {d["deviation"]["row"] for d in data["drift"]} == {"D4", "D5", "D6", "D8"}
+    assert {d["deviation"]["row"] for d in data["drift"]} == {"D4", "D5", "D6", "D8", "D11"}
     assert data["cleanup"] == {"created": {"sessions": 0, "jobs": 0, "responses": 0, "runs": 0}, "not_removed": []}
     assert data["coverage"]["not_played"]["writes"] > 0 and KEY not in done.stdout + done.stderr
 
