@@ -124,8 +124,13 @@ class ReleaseRow:
         return next((version for version, profile in PROFILES.items() if self.unit in profile), None)
 
 
+def _route(step: Step) -> str:
+    """A step's path without its query."""
+    return step.path.split("?")[0]
+
+
 def _path(*suffixes: str) -> Callable[[Step, Difference], bool]:
-    return lambda step, diff: step.path.split("?")[0].endswith(suffixes)
+    return lambda step, diff: _route(step).endswith(suffixes)
 
 
 HEALTH = ("/health", "/v1/health", "/health/detailed")
@@ -135,26 +140,26 @@ UNSERVED_0_21 = ("/v1/browser-control/register", "/v1/browser-control/ws", "/v1/
 
 RELEASE_ROWS: tuple[ReleaseRow, ...] = (
     ReleaseRow("`/health`, `/v1/health`, `/health/detailed` `version`", None,
-               lambda step, diff: step.path in HEALTH and diff.touches("version"), named_since="0.20.4"),
+               lambda step, diff: _route(step) in HEALTH and diff.touches("version"), named_since="0.20.4"),
     ReleaseRow("401 on a missing or wrong key", Addition.GATEWAY_AUTH,
                lambda step, diff: 401 in diff.statuses and diff.touches("error", "code", "type", "param", "message")),
     ReleaseRow("`/v1/capabilities` `features` order and names", None,
-               lambda step, diff: step.path.endswith("/v1/capabilities") and diff.touches("features"),
+               lambda step, diff: _route(step).endswith("/v1/capabilities") and diff.touches("features"),
                named_since="0.20.4"),
     ReleaseRow("`/v1/capabilities` `endpoints` order", None,
-               lambda step, diff: step.path.endswith("/v1/capabilities") and diff.touches("endpoints"),
+               lambda step, diff: _route(step).endswith("/v1/capabilities") and diff.touches("endpoints"),
                named_since="0.20.4"),
     ReleaseRow("`POST /v1/runs/{run_id}/steer`", Addition.RUN_STEER, _path("/steer")),
     ReleaseRow("`POST /v1/runs/{id}/stop` on a finished run", Addition.RUN_STOP_SETTLED,
-               lambda step, diff: step.path.endswith("/stop") and diff.statuses[0] != diff.statuses[1]),
+               lambda step, diff: _route(step).endswith("/stop") and diff.statuses[0] != diff.statuses[1]),
     ReleaseRow("`POST /v1/runs` 202 answer", Addition.RUN_SUBMIT_REPLAYED,
-               lambda step, diff: step.method == "POST" and step.path == "/v1/runs" and diff.touches("replayed")),
+               lambda step, diff: step.method == "POST" and _route(step) == "/v1/runs" and diff.touches("replayed")),
     ReleaseRow("`pending_steer`", Addition.RUN_STEER, lambda step, diff: diff.touches("pending_steer")),
     ReleaseRow("browser-control, artifact and room-member routes (8)", Addition.UNSERVED_0_21,
-               lambda step, diff: step.path.startswith(UNSERVED_0_21)),
+               lambda step, diff: _route(step).startswith(UNSERVED_0_21)),
     ReleaseRow("`GET /api/model/options`", Addition.MODEL_OPTIONS, _path("/api/model/options")),
     ReleaseRow("`POST /api/sessions/{id}/model`", Addition.SESSION_MODEL_LOCK,
-               lambda step, diff: step.method == "POST" and step.path.endswith("/model")),
+               lambda step, diff: step.method == "POST" and _route(step).endswith("/model")),
     ReleaseRow("`GET /api/sessions/{id}/messages` paging", Addition.MESSAGE_PAGING,
                lambda step, diff: diff.touches("pagination")),
     ReleaseRow("`POST /api/sessions` `source`", Addition.CREATE_FIELDS,
@@ -168,9 +173,9 @@ RELEASE_ROWS: tuple[ReleaseRow, ...] = (
     ReleaseRow("`runs_idempotency` capability", Addition.RUN_IDEMPOTENCY,
                lambda step, diff: diff.touches("runs_idempotency")),
     ReleaseRow("`run_steer` flag and endpoint", Addition.RUN_STEER,
-               lambda step, diff: step.path.endswith("/v1/capabilities") and diff.touches("run_steer")),
+               lambda step, diff: _route(step).endswith("/v1/capabilities") and diff.touches("run_steer")),
     ReleaseRow("`model_options`, `session_model_lock` flags and endpoints", Addition.MODEL_OPTIONS,
-               lambda step, diff: step.path.endswith("/v1/capabilities")
+               lambda step, diff: _route(step).endswith("/v1/capabilities")
                and diff.touches("model_options", "session_model_lock")),
 )
 
