@@ -119,7 +119,7 @@ def test_a_bad_url_or_nothing_listening_is_one_line_and_exit_2(url: str) -> None
 
 
 def test_a_refused_key_is_one_line_and_exit_2(tmp_path: Path) -> None:
-    server = start_server(tmp_path / "home")
+    server = start_server(tmp_path / "home", in_process=True)
     try:
         done = verify(server.url, "wrong-key-0123456789abcdef", timeout=60)
     finally:
@@ -140,7 +140,7 @@ def test_help_says_what_it_does_and_what_its_exit_statuses_mean() -> None:
 def test_a_read_only_run_writes_nothing(tmp_path: Path) -> None:
     """Without --write: the home's files are as they were, byte for byte (SQLite's shared-memory
     index aside, which every reader writes), and what drifts is named."""
-    server = start_server(tmp_path / "home")
+    server = start_server(tmp_path / "home", in_process=True)
     try:
         seed(server.client)
         before = files(server.home)
