@@ -4,12 +4,16 @@ Built once by `app.py`, the composition root, from parts it builds and hands in:
 nothing is filled in later and nothing is optional. Test control changes behaviour
 only through what it is given here when the app is composed (`hooks`) and through
 the clock and id source's own modes, so a handler never asks whether a test feature
-is switched on. Every part that holds state is registered in `state` as well, which
-a fixture reset walks (state.py; tests/unit/test_state.py checks none is missed).
+is switched on. Where Hermes releases (or the deviations of docs/differences.md) answer
+differently, a handler is given the strategy of the release served (`behaviour`, set by
+that release's units, hermes_server/units/), so it never asks which release it answers
+as. Every part that holds state is registered in `state` as well, which a fixture reset
+walks (state.py; tests/unit/test_state.py checks none is missed).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -17,22 +21,68 @@ from typing import TYPE_CHECKING, Any
 from hermes_server.agents.base import Agent
 from hermes_server.chat.hooks import NO_HOOKS, Hooks
 from hermes_server.chat.replay import ReplayCache
-from hermes_server.chat.runs import Runs
+from hermes_server.chat.runs import UNTRACKED_STREAMS, Runs, StreamRuns
 from hermes_server.chat.slots import Slots
 from hermes_server.chat.tasks import TurnTasks
 from hermes_server.config import Settings
 from hermes_server.domain.clock import Clock
-from hermes_server.domain.ids import IdSource
-from hermes_server.domain.profiles import HERMES_0_19, Profile
-from hermes_server.domain.quirks import DEFAULT_QUIRKS, Quirks
+from hermes_server.domain.create_fields import given_fields
+from hermes_server.domain.ids import IdSource, create_id_error
+from hermes_server.domain.model_lock import Inventory
+from hermes_server.domain.paging import PageRequest, whole_transcript
+from hermes_server.domain.profiles import HERMES_0_19, Features
+from hermes_server.domain.projection import PLAIN_SESSIONS, SessionShape
+from hermes_server.domain.response_history import stored_history
+from hermes_server.domain.route_ids import RouteId
+from hermes_server.domain.runtime import no_runtime
 from hermes_server.state import StateRegistry
 from hermes_server.store.db import Database
 from hermes_server.store.jobs import JobsFile
 from hermes_server.store.read_cache import ReadCache
 from hermes_server.store.responses import ResponseStore
+from hermes_server.store.runs_idempotency import NO_RUN_KEYS, RunKeys
+from hermes_server.store.schema import PLAIN, Reading
 
 if TYPE_CHECKING:
     from hermes_server.http.routing import Route
+
+
+@dataclass(frozen=True, kw_only=True)
+class Behaviour:
+    """How handlers behave where Hermes releases, or hermes-server and 0.19.0, differ: one strategy per
+    field, 0.19.0's by default (as hermes-server answers it). The units a server is composed of set
+    them (hermes_server/units/), once, when the app is built; docs/versions.md and
+    docs/differences.md list what each one changes."""
+
+    # The session object and PATCH's fields (0.20.4: the flags).
+    sessions: SessionShape = PLAIN_SESSIONS
+    # The (model, source) a create stores, given its body and the served model name.
+    new_session: Callable[[dict[str, Any], str], tuple[Any, str]] = given_fields
+    # The page of `GET /api/sessions/{id}/messages` a query asks for (0.20.4).
+    message_pages: Callable[[dict[str, str]], PageRequest] = whole_transcript
+    # Which newer state.db columns reads use, where the file has them.
+    reading: Reading = PLAIN
+    # A chat turn's `runtime` block (0.20.4), given the session's model_config and the body.
+    turn_runtime: Callable[[Any, dict[str, Any], Inventory], dict[str, Any] | None] = no_runtime
+    # What a session chat stream's `run_id` is (0.20+: a run).
+    stream_runs: StreamRuns = UNTRACKED_STREAMS
+    # Where Idempotency-Key records of runs are kept (0.21: runs_idempotency.db).
+    run_keys: RunKeys = NO_RUN_KEYS
+    # The deviations (docs/differences.md): hermes-server's rule unless `--upstream-quirks`.
+    # D3: which ids a create refuses.
+    create_id_problem: Callable[[str], str | None] = create_id_error
+    # D2: whether /messages of a forked compression parent reads the fork.
+    fork_takes_over_messages: bool = False
+    # D6: whether a Responses instruction that is not text reaches the turn.
+    lax_instructions: bool = False
+    # D9: what a chained Responses request continues from.
+    history_after_turn: Callable[[list[dict[str, Any]], Any, list[dict[str, Any]]], list[dict[str, Any]]] = (
+        stored_history)
+    # D10: whether a response stream sends upstream's events only.
+    upstream_response_events: bool = False
+    # D11: whether a request head past a limit is refused with 0.19.0's own text (the transport,
+    # cli/transport.py, reads it from the built app: such a head never reaches a handler).
+    upstream_head_refusals: bool = False
 
 
 @dataclass(kw_only=True)
@@ -66,12 +116,16 @@ class AppContext:
     # HERMES_HOME/cron/jobs.json.
     jobs: JobsFile
     hooks: Hooks = NO_HOOKS
-    # OpenAPI components (by section) the served dialects' operations name; none by default.
+    # OpenAPI components (by section) of the served families, units and dialects; the document
+    # emits those its operations name.
     api_components: dict[str, Any] = field(default_factory=dict)
-    # Which documented deviations from 0.19.0 are switched off (`--upstream-quirks`).
-    quirks: Quirks = DEFAULT_QUIRKS
-    # The Hermes release answered as (`--hermes-version`): what /health and capabilities report.
-    profile: Profile = HERMES_0_19
+    # How handlers behave where releases differ (the served units' strategies).
+    behaviour: Behaviour = field(default_factory=Behaviour)
+    # The Hermes release answered as (`--hermes-version`), as /health reports it, and the capability
+    # flags and endpoint order of its /v1/capabilities.
+    version: str = HERMES_0_19.version
+    features: Features = HERMES_0_19.features
+    endpoint_order: tuple[RouteId, ...] = HERMES_0_19.endpoint_order
     # When this app began serving, as /health/detailed reports it.
     started_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
 

@@ -1,13 +1,15 @@
-"""Units that plug into the server: what a dialect (another product's API) declares and adds.
+"""Units that plug into the server: a route family (`Family`), and what a dialect (another
+product's API) declares (`Dialect`).
 
 Datasette composes its plugins by asking each one, at one place in `app()`, for what it
-contributes (routes, ASGI wrappers, …). A dialect is composed the same way: it is declared
-by a `Dialect` (always importable, cheap: its option rows, its fixture key, its switch) and,
-only when its switch is on, built into a `Family`: its routes and their database, its error
-rows and OpenAPI components, its extra CORS request headers, its fixture part, its
-resettable parts and how it closes. `app.py`, the command line and test control act on
-these values and never name a dialect; the registry of known dialects is
-hermes_server/dialects.py.
+contributes (routes, ASGI wrappers, …). A route family is composed the same way: Hermes' own
+families (routes/__init__.py `FAMILIES`) and each served dialect are a `Family`: its routes
+and their database, its error rows and OpenAPI components, the checks of its security
+schemes, its extra CORS request headers, its fixture part, its resettable parts and how it
+closes. A dialect is declared by a `Dialect` (always importable, cheap: its option rows, its
+fixture key, its switch) and built into its `Family` only when its switch is on. `app.py`,
+the command line and test control act on these values and never name a family or a
+dialect; the registry of known dialects is hermes_server/dialects.py.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ async def _nothing_to_close() -> None:
 
 @dataclass(frozen=True)
 class Family:
-    """What one served unit adds to the app."""
+    """What one served route family adds to the app."""
 
     name: str
     routes: list[Route]

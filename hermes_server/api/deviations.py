@@ -1,25 +1,13 @@
-"""Every deliberate deviation from 0.19.0 (docs/differences.md, D1-D11): what each one changes.
+"""The deliberate deviations from 0.19.0 that are answers (docs/differences.md): their error types,
+and what 0.19.0 answers instead.
 
-A deviation is either an answer or a behaviour.
-
-- An answer: hermes-server raises an error whose type says which deviation it is (a
-  `Deviation` subclass here, or an edge or domain error type), and `SWAPS` says what
-  0.19.0 answers instead. `deviation_rows` turns the quirks switched on into error-map
-  rows, once, when the app is built; a quirk left off adds no row, so the request path
-  never asks.
-- A behaviour: the one function deciding it asks `Quirk.X in ctx.quirks`:
-  D2 `FORK_TAKES_OVER_MESSAGES` (routes/sessions.py, which session /messages reads),
-  D3 `LAX_CREATE_IDS` (routes/sessions.py, which ids create accepts),
-  D6 `BAD_INPUT_500` (routes/responses.py, a Responses instruction that is not text),
-  D9 `DUPLICATED_RESPONSE_HISTORY` (routes/responses.py, the history a response stores),
-  D10 `NO_CONTENT_PART_EVENTS` (routes/responses.py, whether a response stream sends
-  `response.content_part.added`/`.done` around the message's text and names each call
-  of its `response.completed` by id),
-  D11 `HEAD_LIMITS_TEXT_400` (cli/serve.py, whether a request head past a limit is refused
-  with the envelope or with 0.19.0's own text).
-
-Which quirks are on is plain data (`domain/quirks.py`), so a version profile can name
-its own set.
+hermes-server raises an error whose type says which deviation it is (a `Deviation` subclass
+here, or an edge or domain error type), and `SWAPS` says what 0.19.0 answers instead. Each
+quirk is one unit of the app (hermes_server/units/): while its quirk is on (`--upstream-quirks`),
+the unit swaps in the rows `swap_rows` gives for it, once, when the app is built; a quirk left
+off adds no row, so the request path never asks. The deviations that are behaviours (D2, D3, D6's
+instructions, D9, D10) are units that set a strategy instead; D11 (request heads) is decided
+by the transport before the app (cli/transport.py).
 """
 
 from __future__ import annotations
@@ -33,7 +21,7 @@ from starlette.responses import Response
 from hermes_server.domain.errors import AgentFailed, StorageFault
 from hermes_server.domain.jobs import JobError, JobInputError
 from hermes_server.domain.openai_messages import MessagesError
-from hermes_server.domain.quirks import Quirk, Quirks
+from hermes_server.domain.quirks import Quirk
 from hermes_server.http.errors import ChunkedBodyTooLarge, ErrorMap, Handler, UndecodableBearer, invalid_json
 from hermes_server.http.responses import SERVER_ERROR_TEXT, PlainTextResponse
 
@@ -92,13 +80,9 @@ SWAPS: tuple[Swap, ...] = (
 )
 
 
-def deviation_rows(quirks: Quirks, base: ErrorMap) -> Mapping[type[BaseException], Handler]:
-    """Rows to merge over `base` (the map hermes-server's own answers come from) for the quirks on."""
-    rows: dict[type[BaseException], Handler] = {}
-    for swap in SWAPS:
-        if swap.quirk in quirks:
-            rows[swap.error] = _swapped(swap.upstream, base)
-    return rows
+def swap_rows(quirk: Quirk, base: ErrorMap) -> Mapping[type[BaseException], Handler]:
+    """Rows to merge over `base` (the map hermes-server's own answers come from) while `quirk` is on."""
+    return {swap.error: _swapped(swap.upstream, base) for swap in SWAPS if swap.quirk is quirk}
 
 
 def _swapped(upstream: Upstream, base: ErrorMap) -> Handler:

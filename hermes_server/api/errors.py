@@ -1,8 +1,9 @@
 """The Hermes product's error table: every error its routes raise, and upstream's answer to it.
 
 The named errors of the session API live here, so the wording lives in one place. The
-jobs API answers in its own bare envelope, `{"error": "<text>"}`. `build_errors` composes
-the table once, when the app is built, with the deviations the quirks switch on.
+jobs API answers in its own bare envelope, `{"error": "<text>"}`. The app composes the
+table once, when it is built, with the rows the served units swap in (a newer release's
+401, the deviations `--upstream-quirks` switches to 0.19.0's answers).
 """
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ from typing import Any
 
 from starlette.responses import Response
 
-from hermes_server.api.deviations import CrashingInput, Deviation, deviation_rows
-from hermes_server.api.profiles import profile_rows
+from hermes_server.api.deviations import CrashingInput, Deviation
 from hermes_server.domain.content import ContentError
 from hermes_server.domain.errors import (
     AgentFailed,
@@ -29,8 +29,6 @@ from hermes_server.domain.errors import (
 from hermes_server.domain.jobs import JobError, JobInputError, JobsFileError
 from hermes_server.domain.model_lock import LockRefused
 from hermes_server.domain.openai_messages import MessagesError
-from hermes_server.domain.profiles import HERMES_0_19, Profile
-from hermes_server.domain.quirks import Quirks
 from hermes_server.domain.redact import redact
 from hermes_server.domain.titles import TitleTooLong
 from hermes_server.http.errors import ApiError, ErrorMap, Handler, not_an_object
@@ -131,11 +129,3 @@ HERMES_ERRORS = ErrorMap({
     JobsFileError: lambda exc: bare_error(500, str(exc)),
     InvalidFireToken: lambda exc: bare_error(401, "invalid fire token"),
 })
-
-
-def build_errors(quirks: Quirks, profile: Profile = HERMES_0_19) -> ErrorMap:
-    """The app's error table: the Hermes rows, the rows the version profile swaps in (its 401),
-    and for each documented deviation hermes-server's answer or 0.19.0's, as `quirks` chooses
-    (once, here). A deviation's swap renders through the profile's rows, so both apply."""
-    base = HERMES_ERRORS.merged(profile_rows(profile))
-    return base.merged(deviation_rows(quirks, base))

@@ -41,7 +41,7 @@ from hermes_server.domain.content import normalize_content
 from hermes_server.domain.redact import redact
 from hermes_server.domain.run_input import stored_user_message
 from hermes_server.domain.run_keys import SETTLED, interrupted
-from hermes_server.store.runs_idempotency import RunKeyStore
+from hermes_server.store.runs_idempotency import NO_RUN_KEYS, RunKeys
 
 log = logging.getLogger("hermes_server.chat")
 
@@ -118,9 +118,10 @@ class LiveRun:
 class Runs:
     """Every run of one server: statuses, event queues, live turns."""
 
-    def __init__(self, clock: Any, keys: RunKeyStore | None = None) -> None:
+    def __init__(self, clock: Any, keys: RunKeys = NO_RUN_KEYS) -> None:
         self.clock = clock
-        # runs_idempotency.db (0.21.2), and the runs whose status it keeps.
+        # Where Idempotency-Key records are kept (runs_idempotency.db from 0.21; else nowhere),
+        # and the runs whose status a record keeps.
         self.keys = keys
         self.kept: set[str] = set()
         self.statuses: dict[str, dict[str, Any]] = {}
@@ -144,7 +145,7 @@ class Runs:
         current.setdefault("created_at", fields.pop("created_at", now))
         current.update(fields)
         self.statuses[run_id] = current
-        if self.keys is not None and run_id in self.kept and changed:
+        if run_id in self.kept and changed:
             self.keys.update_status(run_id, dict(current), now)
         return current
 
@@ -202,12 +203,12 @@ class Runs:
         self.drop_stream(run_id)
 
     async def hydrate(self, scope: str, run_id: str) -> dict[str, Any] | None:
-        """The status of a run, from memory, else (0.21.2) from its record in runs_idempotency.db,
+        """The status of a run, from memory, else (0.21) from its record in runs_idempotency.db,
         as upstream's `_durable_run_status`: an unsettled run whose owner process is gone reads
         `interrupted` from then on. A settled status is remembered; one another live process owns
         is read again each time (docs/differences.md)."""
         status = self.statuses.get(run_id)
-        if status is not None or self.keys is None:
+        if status is not None:
             return status
         record = await self.keys.status_for_run(scope, run_id)
         if record is None:
@@ -279,6 +280,78 @@ class Runs:
     def active_count(self) -> int:
         """Runs queued, running or waiting for an approval (as /health/detailed counts them)."""
         return sum(s.get("status") in ("queued", "running", "waiting_for_approval") for s in self.statuses.values())
+
+
+class StreamRun:
+    """The run a session chat stream's turn is, as that stream reports to it. This base is
+    0.19.0's: the stream's `run_id` names no run, so there is nothing to stop and nothing to record."""
+
+    stop: Stop | None = None
+
+    @property
+    def pending_steer(self) -> str | None:
+        """Steer text the agent never took (always none without a run to steer)."""
+        return None
+
+    def attach(self, task: asyncio.Task[Any]) -> None:
+        """The task running the turn."""
+
+    def completed(self, usage: dict[str, Any], steer: dict[str, Any]) -> None:
+        """The turn answered (`steer`: its `pending_steer`, when the agent never took it)."""
+
+    def failed(self, error: str) -> None:
+        """The turn failed with the (redacted) `error` its stream reported."""
+
+    def cancelled(self) -> None:
+        """A stop ended the turn."""
+
+    def ended(self) -> None:
+        """The turn is over, however it ended."""
+
+
+class TrackedStreamRun(StreamRun):
+    """A session stream's run registered in `runs` (0.20+): `GET /v1/runs/{id}` reads its status, stop
+    and steer reach its turn."""
+
+    def __init__(self, runs: Runs, run_id: str, live: LiveRun) -> None:
+        self.runs, self.run_id, self.live = runs, run_id, live
+        self.stop = live.stop
+
+    @property
+    def pending_steer(self) -> str | None:
+        return self.live.pending_steer
+
+    def attach(self, task: asyncio.Task[Any]) -> None:
+        self.live.task = task
+
+    def completed(self, usage: dict[str, Any], steer: dict[str, Any]) -> None:
+        self.runs.set_status(self.run_id, "completed", usage=usage, last_event="run.completed", **steer)
+
+    def failed(self, error: str) -> None:
+        self.runs.set_status(self.run_id, "failed", error=error, last_event="run.failed")
+
+    def cancelled(self) -> None:
+        self.runs.set_status(self.run_id, "cancelled", last_event="run.cancelled")
+
+    def ended(self) -> None:
+        self.runs.live.pop(self.run_id, None)
+
+
+@dataclass(frozen=True)
+class StreamRuns:
+    """What a release makes of a session chat stream's `run_id`: nothing (0.19.0, `tracked` false),
+    or a run of its own (`TrackedStreamRun`)."""
+
+    tracked: bool = False
+
+    def start(self, runs: Runs, run_id: str, session_id: str, model: Any) -> StreamRun:
+        """The stream's run, registered (running, without an event queue) when the release tracks it."""
+        if not self.tracked:
+            return StreamRun()
+        return TrackedStreamRun(runs, run_id, runs.register(run_id, session_id, model, queued=False))
+
+
+UNTRACKED_STREAMS = StreamRuns()
 
 
 @dataclass(frozen=True)

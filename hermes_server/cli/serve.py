@@ -8,7 +8,7 @@ import signal
 import sqlite3
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from hermes_server import UPSTREAM_VERSION
 from hermes_server.cli.options import GROUP_TITLES, SERVE_OPTIONS, Option, OptionError, resolve_all
@@ -20,6 +20,8 @@ from hermes_server.http.logs import configure_logging, say
 
 if TYPE_CHECKING:
     import uvicorn
+
+    from hermes_server.app import HermesApp
 
 
 def _is_loopback(host: str) -> bool:
@@ -111,15 +113,13 @@ def serving_line(settings: Settings) -> str:
     return line
 
 
-def uvicorn_config(app: Any, settings: Settings) -> uvicorn.Config:
+def uvicorn_config(app: HermesApp, settings: Settings) -> uvicorn.Config:
     """uvicorn's settings for this app: the one place they are chosen (the suite's in-process
     servers use them too). Imported here, not at the top: `hermes-server --help` stays light."""
     import uvicorn
 
     from hermes_server.cli.head_limits import HeadLimits
     from hermes_server.cli.transport import protocol_for
-    from hermes_server.domain.quirks import Quirk, Quirks
-
     return uvicorn.Config(
         app,
         log_level=settings.log_level,
@@ -141,7 +141,7 @@ def uvicorn_config(app: Any, settings: Settings) -> uvicorn.Config:
         # --upstream-quirks.
         http=protocol_for(HeadLimits(settings.max_request_line, settings.max_header_bytes, settings.max_headers,
                                      settings.max_head_bytes, settings.max_request_bytes),
-                          upstream=Quirk.HEAD_LIMITS_TEXT_400 in Quirks.upstream(settings.upstream_quirks)),
+                          upstream=app.context.behaviour.upstream_head_refusals),
     )
 
 
@@ -153,7 +153,6 @@ def serve(args: argparse.Namespace) -> int:
     from hermes_server.app import create_app, state_db_preparer
     from hermes_server.cli.listen import ListenError, bind
     from hermes_server.domain.errors import SchemaMismatch
-    from hermes_server.domain.profiles import PROFILES
     from hermes_server.store.migrate import add_columns_now, check_existing
 
     settings, no_auth = settings_from_args(args)
@@ -173,7 +172,8 @@ def serve(args: argparse.Namespace) -> int:
         say(message, fmt, level="error", stream=sys.stderr)
         return 2
 
-    preparer = state_db_preparer(settings, PROFILES[settings.hermes_version])
+    # What refuses the start comes first: a refused start leaves the home as it was (no key file).
+    preparer = state_db_preparer(settings)
     try:
         to_add = check_existing(settings.db_path, preparer)
     except SchemaMismatch as exc:

@@ -203,7 +203,8 @@ def as_json(run: Run) -> dict[str, Any]:
             "profile_answers": _plain(parsed_form(f.profile_form)), "target_answered": _plain(parsed_form(f.target_form)),
             "differs_at": sorted((list(map(str, path)) for path in f.difference.paths), key=json.dumps),
             "deviation": {"row": f.deviation, "behaviour": DEVIATIONS[f.deviation].behaviour} if f.deviation else None,
-            "release_rows": [{"behaviour": row.behaviour, "since": row.since} for row in f.rows],
+            "release_rows": [{"behaviour": row.behaviour, "since": row.since, "unit": row.unit.value if row.unit else None}
+                             for row in f.rows],
             "answers_like": [{"version": ref.version, "upstream_quirks": ref.quirks} for ref in f.answers_like],
             "explained": f.explained,
         } for f in run.drift],

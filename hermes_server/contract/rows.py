@@ -121,7 +121,7 @@ class ReleaseRow:
     def since(self) -> str | None:
         if self.unit is None:
             return self.named_since
-        return next((version for version, profile in PROFILES.items() if self.unit in profile), None)
+        return next((version for version, profile in PROFILES.items() if self.unit in profile.units), None)
 
 
 def _route(step: Step) -> str:
@@ -152,7 +152,7 @@ RELEASE_ROWS: tuple[ReleaseRow, ...] = (
     ReleaseRow("`POST /v1/runs/{run_id}/steer`", Addition.RUN_STEER, _path("/steer")),
     ReleaseRow("`POST /v1/runs/{id}/stop` on a finished run", Addition.RUN_STOP_SETTLED,
                lambda step, diff: _route(step).endswith("/stop") and diff.statuses[0] != diff.statuses[1]),
-    ReleaseRow("`POST /v1/runs` 202 answer", Addition.RUN_SUBMIT_REPLAYED,
+    ReleaseRow("`POST /v1/runs` 202 answer", Addition.RUN_IDEMPOTENCY,
                lambda step, diff: step.method == "POST" and _route(step) == "/v1/runs" and diff.touches("replayed")),
     ReleaseRow("`pending_steer`", Addition.RUN_STEER, lambda step, diff: diff.touches("pending_steer")),
     ReleaseRow("browser-control, artifact and room-member routes (8)", Addition.UNSERVED_0_21,

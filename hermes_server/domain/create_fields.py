@@ -25,6 +25,16 @@ def session_source(raw: Any) -> str:
     return name if name in _SOURCES else DEFAULT_SOURCE
 
 
+def given_fields(body: dict[str, Any], alias: str) -> tuple[Any, str]:
+    """0.19.0's (model, source) of a create: the body's model, else the served name; `api_server`."""
+    return body.get("model") or alias, DEFAULT_SOURCE
+
+
+def normalised_fields(body: dict[str, Any], alias: str) -> tuple[Any, str]:
+    """0.20.4's (model, source) of a create: the model without the alias, the source normalised."""
+    return stored_model(body, alias), session_source(body.get("source"))
+
+
 def stored_model(body: dict[str, Any], alias: str) -> str | None:
     """The model a create stores: `model` (else `model_id`), its `provider::` prefix dropped;
     None when neither is given as text or the model is the virtual alias (`alias`)."""

@@ -65,3 +65,21 @@ class Page:
     def block(self, returned: int) -> dict[str, Any]:
         """The response's `pagination` object."""
         return {"limit": self.limit, "offset": self.offset, "order": self.order, "returned": returned}
+
+
+# What a release reads of the messages query: the page asked for, a refusal (answered after the
+# 404 check, as upstream orders them), or None for the whole transcript.
+PageRequest = Page | BadPagination | None
+
+
+def whole_transcript(first: dict[str, str]) -> PageRequest:
+    """0.19.0: no paging; the parameters are ignored."""
+    return None
+
+
+def requested_page(first: dict[str, str]) -> PageRequest:
+    """0.20.4: the page the query asks for, or its refusal."""
+    try:
+        return Page.parse(first)
+    except BadPagination as refused:
+        return refused

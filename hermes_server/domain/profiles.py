@@ -1,11 +1,13 @@
 """Version profiles: which Hermes release this server answers as (`serve --hermes-version`).
 
-A profile is plain data, chosen once when the app is built (as the quirks are): the
-version `/health` reports, the capability flags and endpoint names `/v1/capabilities`
-lists (in that release's order), the 401 envelope, and the optional route groups it
-serves. What a profile swaps and adds to the app is written down once, in
-`api/profiles.py`; no handler asks which version it is. The default, 0.19.0, answers
-byte for byte as before. docs/versions.md lists every behaviour by profile with its source.
+A profile is plain data, chosen once when the app is built: the version `/health` reports,
+the capability flags `/v1/capabilities` lists and the order of its endpoints, upstream's
+order of the routes, and the units the release is made of beyond 0.19.0 (`Addition`). Each
+unit is one module of hermes_server/units/ that supplies everything its change needs
+(routes, OpenAPI, error rows, columns, the behaviour handlers are given); the app composes
+them once, and no handler asks which release it answers as. The default, 0.19.0, has none
+and answers byte for byte as before. docs/versions.md lists every behaviour by profile with
+its source; docs/architecture.md says how a release is added.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from dataclasses import dataclass
 from enum import Enum
 from types import MappingProxyType
 
+from hermes_server.domain import route_ids as r
+from hermes_server.domain.route_ids import RouteId
 from hermes_server.domain.run_keys import RETENTION_SECONDS
 
 # A flag's value: a boolean, a header name, or (0.21) an object (read-only mappings and tuples,
@@ -97,54 +101,63 @@ FEATURES_0_21: Features = (
     ("browser_extension_control", BROWSER_EXTENSION_CONTROL),
 )
 
-# Endpoint names in each release's order; served names not listed come last.
-ENDPOINTS_0_19 = (
-    "health", "health_detailed", "models", "chat_completions", "responses", "runs", "run_status",
-    "run_events", "run_approval", "run_stop", "skills", "toolsets", "sessions", "session_create",
-    "session", "session_update", "session_delete", "session_messages", "session_fork",
-    "session_chat", "session_chat_stream",
+def _after(order: tuple[RouteId, ...], anchor: RouteId, *added: RouteId) -> tuple[RouteId, ...]:
+    """`order` with `added` right after `anchor`."""
+    at = order.index(anchor) + 1
+    return (*order[:at], *added, *order[at:])
+
+
+# The Hermes routes in upstream's order (the route table, and so the OpenAPI document's paths).
+ROUTES_0_19: tuple[RouteId, ...] = (
+    r.HEALTH, r.V1_HEALTH, r.HEALTH_DETAILED, r.MODELS, r.CAPABILITIES, r.OPENAPI,
+    r.SESSIONS, r.SESSION, r.SESSION_MESSAGES, r.SESSION_FORK, r.SESSION_CHAT, r.SESSION_CHAT_STREAM,
+    r.CHAT_COMPLETIONS, r.RESPONSES, r.RESPONSE,
+    r.RUNS, r.RUN_STATUS, r.RUN_EVENTS, r.RUN_APPROVAL, r.RUN_STOP,
+    r.SKILLS, r.TOOLSETS, r.PLATFORM_EVENTS, r.CRON_FIRE,
+    r.JOBS, r.JOB, r.JOB_PAUSE, r.JOB_RESUME, r.JOB_RUN,
 )
-ENDPOINTS_0_20 = (
-    "health", "health_detailed", "models", "model_options", "chat_completions", "responses", "runs",
-    "run_status", "run_events", "run_approval", "run_steer", "run_stop", "skills", "toolsets", "sessions",
-    "session_create", "session", "session_update", "session_delete", "session_messages", "session_fork",
-    "session_chat", "session_chat_stream", "session_model_lock",
+ROUTES_0_20 = _after(_after(_after(ROUTES_0_19, r.MODELS, r.MODEL_OPTIONS), r.SESSION_CHAT_STREAM,
+                            r.SESSION_MODEL_LOCK), r.RUN_APPROVAL, r.RUN_STEER)
+_BROWSER = (r.BROWSER_CONTROL_REGISTER, r.BROWSER_CONTROL_WS, r.ARTIFACT_UPLOAD, r.ARTIFACT_DOWNLOAD)
+_ROOMS = (r.ROOM_MEMBER_INVITATIONS, r.ROOM_MEMBER_CAPABILITIES, r.ROOM_MEMBER_GRANTS_REFRESH,
+          r.ROOM_MEMBER_GRANTS_REVOKE)
+ROUTES_0_21 = (*_after(ROUTES_0_20, r.OPENAPI, *_BROWSER), *_ROOMS)
+
+# The routes `/v1/capabilities` `endpoints` lists, in each release's order (a route's methods in the
+# document's order: GET, POST, PUT, PATCH, DELETE); an advertised one not listed comes last.
+ENDPOINTS_0_19: tuple[RouteId, ...] = (
+    r.HEALTH, r.HEALTH_DETAILED, r.MODELS, r.CHAT_COMPLETIONS, r.RESPONSES, r.RUNS, r.RUN_STATUS,
+    r.RUN_EVENTS, r.RUN_APPROVAL, r.RUN_STOP, r.SKILLS, r.TOOLSETS, r.SESSIONS, r.SESSION, r.SESSION_MESSAGES,
+    r.SESSION_FORK, r.SESSION_CHAT, r.SESSION_CHAT_STREAM,
 )
-ENDPOINTS_0_21 = (*ENDPOINTS_0_20, "browser_control_register", "browser_control_ws", "artifact_upload",
-                  "artifact_download")
+ENDPOINTS_0_20 = (*_after(_after(ENDPOINTS_0_19, r.MODELS, r.MODEL_OPTIONS), r.RUN_APPROVAL, r.RUN_STEER),
+                  r.SESSION_MODEL_LOCK)
+ENDPOINTS_0_21 = (*ENDPOINTS_0_20, *_BROWSER)
 
 
 class Addition(Enum):
-    """A group of behaviour a newer release added, switched on by a profile that has it."""
+    """One change a newer release made, served by a profile whose units include it; each is one
+    module of hermes_server/units/ (units/__init__.py maps them)."""
 
-    # The 401 `gateway_auth_failed` envelope (#70169).
+    # The 401 `gateway_auth_failed` envelope (https://github.com/NousResearch/hermes-agent/pull/70169).
     GATEWAY_AUTH = "gateway_auth"
     # GET /api/model/options (0.20.0).
     MODEL_OPTIONS = "model_options"
-    # POST /api/sessions/{session_id}/model (#70950).
+    # POST /api/sessions/{session_id}/model (https://github.com/NousResearch/hermes-agent/pull/70950).
     SESSION_MODEL_LOCK = "session_model_lock"
-    # POST /v1/runs/{run_id}/steer, `run.steered`, `pending_steer` (#85226).
+    # POST /v1/runs/{run_id}/steer, `run.steered`, `pending_steer` (https://github.com/NousResearch/hermes-agent/pull/85226).
     RUN_STEER = "run_steer"
-    # 0.21's stop: a finished run answers 200 with its status, a run not live here 409 `run_not_active`.
-    RUN_STOP_SETTLED = "run_stop_settled"
-    # 0.21's submit answer says whether it replays an earlier submit (`replayed`).
-    RUN_SUBMIT_REPLAYED = "run_submit_replayed"
-    # 0.21's durable Idempotency-Key on POST /v1/runs (runs_idempotency.db), the statuses it keeps
-    # across a restart (`interrupted`), and the `runs_idempotency` capability.
-    RUN_IDEMPOTENCY = "run_idempotency"
-    # 0.21.2's browser-control, artifact and room-member routes: their 401, then 501 (not served).
-    UNSERVED_0_21 = "unserved_0_21"
-    # A session stream's run is a run: GET /v1/runs/{id}, stop and steer reach it (#85226).
+    # A session stream's run is a run: GET /v1/runs/{id}, stop and steer reach it (the same pull request).
     SESSION_STREAM_RUNS = "session_stream_runs"
-    # GET /api/sessions/{id}/messages pages: limit/offset/order and `pagination` (0.20.4, V2 §B.7).
+    # GET /api/sessions/{id}/messages pages: limit/offset/order and `pagination` (0.20.4).
     MESSAGE_PAGING = "message_paging"
-    # The `runtime` block on session chat answers and stream events (0.20.4, V2 §B.9/B.10).
+    # The `runtime` block on session chat answers and stream events (0.20.4).
     CHAT_RUNTIME = "chat_runtime"
-    # POST /api/sessions: `source` normalised, the virtual model alias not stored (V2 §B.3).
+    # POST /api/sessions: `source` normalised, the virtual model alias not stored (0.20.4).
     CREATE_FIELDS = "create_fields"
     # Session flags: `pinned`/`archived`/`hidden` on the session object, PATCH of them and of
-    # `unread`, the list leaving hidden rows out and back-filling pinned ones (V2 §B.1/B.2/B.5;
-    # #86797). Needs the columns store/schema.py adds to a 0.19.0 state.db.
+    # `unread`, the list leaving hidden rows out and back-filling pinned ones (0.20.4;
+    # https://github.com/NousResearch/hermes-agent/pull/86797), and the columns they are stored in.
     SESSION_FLAGS = "session_flags"
     # `has_system_prompt` counts the prompt a v25+ home keeps in `system_prompts` behind
     # `sessions.system_prompt_hash` (upstream's `COALESCE(sp.prompt, s.system_prompt)`).
@@ -152,19 +165,26 @@ class Addition(Enum):
     # `last_active` is the freshest of `sessions.last_activity_at` and the newest message
     # (upstream's `_sql_freshest_of`), where a v25+ home has that column.
     ACTIVITY_CLOCK = "activity_clock"
+    # 0.21's stop: a finished run answers 200 with its status, a run not live here 409 `run_not_active`.
+    RUN_STOP_SETTLED = "run_stop_settled"
+    # 0.21's durable Idempotency-Key on POST /v1/runs (runs_idempotency.db): the submit that replays
+    # (`replayed`), the statuses kept across a restart (`interrupted`), the `runs_idempotency` capability.
+    RUN_IDEMPOTENCY = "run_idempotency"
+    # 0.21.2's browser-control, artifact and room-member routes: their 401, then 501 (not served).
+    UNSERVED_0_21 = "unserved_0_21"
 
 
 @dataclass(frozen=True)
 class Profile:
-    """One Hermes release as this server answers it."""
+    """One Hermes release as this server answers it: data only."""
 
     version: str
     features: Features = FEATURES_0_19
-    endpoint_order: tuple[str, ...] = ENDPOINTS_0_19
-    additions: frozenset[Addition] = frozenset()
-
-    def __contains__(self, addition: object) -> bool:
-        return addition in self.additions
+    endpoint_order: tuple[RouteId, ...] = ENDPOINTS_0_19
+    route_order: tuple[RouteId, ...] = ROUTES_0_19
+    # Its changes beyond 0.19.0, in the order they are composed (a unit may replace an OpenAPI
+    # component an earlier one gave).
+    units: tuple[Addition, ...] = ()
 
     def __hash__(self) -> int:
         # A release is named by its version; the features hold an object value (0.21's
@@ -172,15 +192,14 @@ class Profile:
         return hash(self.version)
 
 
-_SINCE_0_20 = frozenset({Addition.GATEWAY_AUTH, Addition.MODEL_OPTIONS, Addition.SESSION_MODEL_LOCK,
-                         Addition.RUN_STEER, Addition.MESSAGE_PAGING, Addition.CHAT_RUNTIME,
-                         Addition.CREATE_FIELDS, Addition.SESSION_FLAGS, Addition.PROMPT_STORE,
-                         Addition.ACTIVITY_CLOCK, Addition.SESSION_STREAM_RUNS})
+_UNITS_0_20 = (Addition.GATEWAY_AUTH, Addition.MODEL_OPTIONS, Addition.SESSION_MODEL_LOCK, Addition.RUN_STEER,
+               Addition.SESSION_STREAM_RUNS, Addition.MESSAGE_PAGING, Addition.CHAT_RUNTIME, Addition.CREATE_FIELDS,
+               Addition.SESSION_FLAGS, Addition.PROMPT_STORE, Addition.ACTIVITY_CLOCK)
 
 HERMES_0_19 = Profile("0.19.0")
-HERMES_0_20 = Profile("0.20.4", FEATURES_0_20, ENDPOINTS_0_20, _SINCE_0_20)
-HERMES_0_21 = Profile("0.21.2", FEATURES_0_21, ENDPOINTS_0_21, _SINCE_0_20 | {
-    Addition.RUN_STOP_SETTLED, Addition.RUN_SUBMIT_REPLAYED, Addition.RUN_IDEMPOTENCY, Addition.UNSERVED_0_21})
+HERMES_0_20 = Profile("0.20.4", FEATURES_0_20, ENDPOINTS_0_20, ROUTES_0_20, _UNITS_0_20)
+HERMES_0_21 = Profile("0.21.2", FEATURES_0_21, ENDPOINTS_0_21, ROUTES_0_21, (
+    *_UNITS_0_20, Addition.RUN_STOP_SETTLED, Addition.RUN_IDEMPOTENCY, Addition.UNSERVED_0_21))
 
 PROFILES: dict[str, Profile] = {p.version: p for p in (HERMES_0_19, HERMES_0_20, HERMES_0_21)}
 DEFAULT_VERSION = HERMES_0_19.version

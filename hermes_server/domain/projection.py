@@ -7,10 +7,17 @@ reduced to `has_system_prompt` / `has_model_config`.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from hermes_server.domain.session_flags import SHOWN_FLAGS
+from hermes_server.domain.session_flags import (
+    PATCHABLE_0_19,
+    PATCHABLE_WITH_FLAGS,
+    SHOWN_FLAGS,
+    flag_changes,
+    has_more,
+)
 
 SESSION_KEYS = (
     "id", "source", "user_id", "model", "title", "started_at", "ended_at",
@@ -44,6 +51,35 @@ def session_projection(row: Mapping[str, Any], *, flags: bool = False) -> dict[s
     payload["has_system_prompt"] = bool(row.get("system_prompt"))
     payload["has_model_config"] = bool(row.get("model_config"))
     return payload
+
+
+@dataclass(frozen=True)
+class SessionShape:
+    """How a release shows a session and what its PATCH takes: 0.19.0's, or with 0.20.4's flags
+    (`flags`, domain/session_flags.py). Chosen once, when the app is built."""
+
+    flags: bool = False
+
+    def project(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        return session_projection(row, flags=self.flags)
+
+    @property
+    def patchable(self) -> frozenset[str]:
+        """The fields a PATCH may name (any other is a 400 `unsupported_session_field`)."""
+        return PATCHABLE_WITH_FLAGS if self.flags else PATCHABLE_0_19
+
+    def changes(self, body: Mapping[str, Any]) -> dict[str, bool]:
+        """The flags a PATCH body sets (NotABoolean for one that is not a JSON boolean)."""
+        return flag_changes(body) if self.flags else {}
+
+    def has_more(self, rows: Sequence[Mapping[str, Any]], limit: int) -> bool:
+        """Whether a list page has a next one (0.20.4 counts only unpinned rows: back-filled pins are
+        no next page)."""
+        return has_more(rows, limit) if self.flags else len(rows) == limit
+
+
+PLAIN_SESSIONS = SessionShape()
+FLAGGED_SESSIONS = SessionShape(flags=True)
 
 
 def decode_content(content: Any) -> Any:

@@ -21,8 +21,6 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from hermes_server.domain.quirks import Quirk, Quirks
-
 # The key 0.19.0's agent adds to each message it has written to state.db.
 PERSISTED_MARK = "_db_persisted"
 
@@ -69,9 +67,13 @@ def _upstream_history(history: list[dict[str, Any]], user_message: Any,
     return [*given, current, *transcript]
 
 
-def stored_history(history: list[dict[str, Any]], user_message: Any, turn_messages: list[dict[str, Any]],
-                   quirks: Quirks) -> list[dict[str, Any]]:
+def stored_history(history: list[dict[str, Any]], user_message: Any,
+                   turn_messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """What a chained request continues from, after a turn on `history` (before the model's merge)."""
-    if Quirk.DUPLICATED_RESPONSE_HISTORY in quirks:
-        return _upstream_history(history, user_message, turn_messages)
     return [*history, {"role": "user", "content": user_message}, *turn_messages]
+
+
+def upstream_stored_history(history: list[dict[str, Any]], user_message: Any,
+                            turn_messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`stored_history` as 0.19.0 keeps it (D9, under `--upstream-quirks`)."""
+    return _upstream_history(history, user_message, turn_messages)

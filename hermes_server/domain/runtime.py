@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hermes_server.domain.model_lock import ROUTE_SOURCE, Inventory
+from hermes_server.domain.model_lock import ROUTE_SOURCE, Inventory, LockRequest
 from hermes_server.domain.params import request_bool
 
 
@@ -58,6 +58,19 @@ def lock_required(body: dict[str, Any]) -> bool:
     """Whether a chat body sets `require_model_lock` (JSON `true`, or `1/true/yes/on` as text)."""
     value = body.get("require_model_lock")
     return value is True or (isinstance(value, str) and request_bool(value))
+
+
+def no_runtime(model_config: Any, body: dict[str, Any], inventory: Inventory) -> dict[str, Any] | None:
+    """0.19.0: a turn reports no `runtime` and ignores `require_model_lock`."""
+    return None
+
+
+def checked_runtime(model_config: Any, body: dict[str, Any], inventory: Inventory) -> dict[str, Any] | None:
+    """0.20.4: 400 `missing_model` or 409 `model_lock_unavailable` (LockRefused) when the body
+    requires a lock this server cannot route, else the turn's `runtime` block."""
+    if lock_required(body):
+        LockRequest.parse(body).route(inventory)
+    return turn_runtime(model_config, body, inventory)
 
 
 def turn_runtime(model_config: Any, body: dict[str, Any], inventory: Inventory) -> dict[str, Any]:

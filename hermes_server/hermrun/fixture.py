@@ -48,7 +48,7 @@ from hermes_server.hermrun.store import HermRunStore
 from hermes_server.http.body import read_json_object
 from hermes_server.http.errors import ApiError
 from hermes_server.http.routing import Method, Operation, Route
-from hermes_server.openapi.schemas import AUTH_ERRORS, BODY_ERRORS
+from hermes_server.openapi.common import AUTH_ERRORS, BODY_ERRORS
 from hermes_server.testing.validate import Checker, child, describe
 
 TOP_KEYS = ("agents", "sessions", "allowance")

@@ -11,8 +11,9 @@ enforces (its security scheme).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from enum import Flag, auto
 from typing import TYPE_CHECKING, Any
 
 from hermes_server.http.paths import path_safe, segment_value
@@ -27,17 +28,45 @@ Endpoint = Callable[..., Awaitable[Any]]
 BEARER = "bearer"
 
 
+class Effect(Flag):
+    """What a call does, as far as a client (and test control, and the connector audit) must know
+    it: whether asking again repeats it, whether it shows what earlier calls did. "The resource"
+    is the one its path names."""
+
+    NONE = 0
+    # Shows the resource as it is now: a client unsure of an earlier call reads it to reconcile.
+    READ = auto()
+    # Shows the whole collection (so every resource in it).
+    LIST = auto()
+    # Changes state so that asking again repeats the change: never retried blindly.
+    UNSAFE = auto()
+    # Writes to the resource: after the server named another id for it (a rotation), a client
+    # sends its next writes there.
+    WRITE = auto()
+    # Runs an agent turn on the resource.
+    TURN = auto()
+    # Copies the resource into a new one, in steps that are each stored.
+    FORK = auto()
+
+
 @dataclass(frozen=True, kw_only=True)
 class Operation:
     """What clients may rely on for one method of one route.
 
     `capability` is the operation's name under `/v1/capabilities` `endpoints` (upstream's
-    names; None for paths upstream does not advertise). `features` are the capability
-    flags that serving this operation makes true. `responses` maps each status the
-    handler can answer to a response name of the OpenAPI document. `security` names the
-    OpenAPI security scheme a caller must satisfy (a dialect names its own; None: open):
-    the pipeline runs that scheme's check before the handler, so the document and the
-    answers cannot disagree.
+    names; None for paths upstream does not advertise; where it is listed is the release's
+    order, domain/profiles.py). `features` are the capability flags that serving this
+    operation makes true. `responses` maps each status the handler can answer to a response
+    name of the OpenAPI document. `security` names the OpenAPI security scheme a caller must
+    satisfy (a dialect names its own; None: open): the pipeline runs that scheme's check
+    before the handler, so the document and the answers cannot disagree.
+
+    What other layers need to know of the call is here too, so they derive it from the
+    served table instead of listing routes: its `effect` (the connector audit's rules, the
+    fault kinds that act inside fork and the chat turn), whether it may answer as a stream
+    of server-sent events (`streams`: a `stream_cut` fault acts on it), and its name among
+    the operations of the Hermes session API documentation (`documented`: a fault or a
+    journal filter may name it so).
     """
 
     summary: str
@@ -48,6 +77,26 @@ class Operation:
     body: str | None = None
     query: tuple[str, ...] = ()
     headers: tuple[str, ...] = ()
+    effect: Effect = Effect.NONE
+    streams: bool = False
+    documented: str | None = None
+
+
+@dataclass(frozen=True)
+class Amendment:
+    """What a unit changes on a method of a route it does not serve itself (by the route's id): more
+    query and header parameters, and more answers (an answer named under a status the operation
+    already has replaces it)."""
+
+    route: str
+    method: str
+    query: tuple[str, ...] = ()
+    headers: tuple[str, ...] = ()
+    responses: Mapping[int, str] = field(default_factory=dict)
+
+    def applied(self, op: Operation) -> Operation:
+        return replace(op, query=(*op.query, *self.query), headers=(*op.headers, *self.headers),
+                       responses={**op.responses, **self.responses})
 
 
 @dataclass(frozen=True)
@@ -76,6 +125,15 @@ class Route:
         once, at build time)."""
         methods = {name: Method(endpoints[name], method.operation) for name, method in self.methods.items()}
         return Route(self.name, self.template, methods, self.errors)
+
+    def replacing(self, methods: Mapping[str, Method]) -> Route:
+        """The same route with `methods` added, or replacing those it had of the same name."""
+        return Route(self.name, self.template, {**self.methods, **methods}, self.errors)
+
+    def amended(self, change: Amendment) -> Route:
+        """The same route with `change` applied to its operation of `change.method`."""
+        method = self.methods[change.method]
+        return self.replacing({change.method: Method(method.endpoint, change.applied(method.operation))})
 
     @property
     def endpoints(self) -> dict[str, Endpoint]:
@@ -141,3 +199,17 @@ def _profile_prefixed(segments: list[str]) -> bool:
         len(segments) > 3 and segments[1] == "p" and bool(segments[2])
         and "{" not in segments[2] and "}" not in segments[2]
     )
+
+
+def in_order(routes: Sequence[Route], order: Sequence[str]) -> list[Route]:
+    """`routes` in `order` (by route name). A route `order` does not name keeps its place right after
+    the route before it in `routes` (a family's new route sits with its family)."""
+    rank = {name: at for at, name in enumerate(order)}
+    keyed: list[tuple[int, int, int, Route]] = []
+    placed = -1
+    for position, route in enumerate(routes):
+        listed = rank.get(route.name)
+        if listed is not None:
+            placed = listed
+        keyed.append((placed, 0 if listed is not None else 1, position, route))
+    return [route for *_, route in sorted(keyed, key=lambda entry: entry[:3])]

@@ -3,22 +3,32 @@
 Paths and methods come only from the route table `app.py` composes; each method of a
 route carries an `Operation` (summary, responses, body, feature flags), so nothing
 describes a path twice. `/v1/capabilities` reads the same operations.
+
+The components are what the served families, units and dialects describe (each in its own
+schemas module), of which the document keeps exactly those the served operations name,
+directly or through another component, listed by name: a component no served route names
+is not emitted, and the order the parts were composed in cannot change the bytes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from hermes_server import UPSTREAM_VERSION, __version__
 from hermes_server.http.routing import Operation, Route
-from hermes_server.openapi.schemas import PARAMETERS, RESPONSES, SCHEMAS, SECURITY_SCHEMES, ref
+from hermes_server.openapi.build import Components, ref
 
 # Order in which methods of one path appear in the document.
 _METHOD_ORDER = ("GET", "POST", "PUT", "PATCH", "DELETE")
+# The sections of `components`, in the order the document lists them.
+SECTIONS = ("securitySchemes", "parameters", "responses", "schemas")
+# The scheme every operation is under unless it names another (the document's top-level `security`).
+DEFAULT_SECURITY = "bearer"
 
 
-def _method_rank(method: str) -> tuple[int, str]:
+def method_rank(method: str) -> tuple[int, str]:
+    """Where a method of one path is listed (here and in /v1/capabilities)."""
     return (_METHOD_ORDER.index(method) if method in _METHOD_ORDER else len(_METHOD_ORDER), method)
 
 
@@ -50,7 +60,7 @@ def _operation(route: Route, method: str, op: Operation) -> dict[str, Any]:
 def operations(routes: Iterable[Route]) -> Iterable[tuple[Route, str, Operation]]:
     """Every (route, method, operation), in table order (each method carries its operation)."""
     for route in routes:
-        for method in sorted(route.methods, key=_method_rank):
+        for method in sorted(route.methods, key=method_rank):
             yield route, method, route.methods[method].operation
 
 
@@ -65,18 +75,47 @@ def _session_links(served: list[tuple[Route, str, Operation]]) -> dict[str, Any]
     }
 
 
-def _merged(components: dict[str, Any], extra: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    return {section: {**entries, **extra.get(section, {})} for section, entries in components.items()}
+def _references(node: Any) -> Iterator[tuple[str, str]]:
+    """The (section, name) of every `$ref` in `node`, at any depth."""
+    if isinstance(node, dict):
+        target = node.get("$ref")
+        if isinstance(target, str) and target.startswith("#/components/"):
+            section, name = target.removeprefix("#/components/").split("/", 1)
+            yield section, name
+        for value in node.values():
+            yield from _references(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _references(value)
 
 
-def build_document(routes: Iterable[Route], extra: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
-    """The OpenAPI 3.1 document for exactly the routes being served; `extra` holds the
-    components (by section) that served dialects' operations name."""
+def named_components(paths: Mapping[str, Any], components: Components) -> dict[str, dict[str, Any]]:
+    """Of `components`, those the operations of `paths` name (and those these name), each section
+    by name. A name with no component stays unresolved: the document's own test finds it."""
+    kept: dict[str, dict[str, Any]] = {section: {} for section in SECTIONS}
+    schemes = {DEFAULT_SECURITY} | {scheme for item in paths.values() for op in item.values()
+                                    for requirement in op["security"] for scheme in requirement}
+    pending = [("securitySchemes", scheme) for scheme in schemes] + list(_references(paths))
+    while pending:
+        section, name = pending.pop()
+        entry = components.get(section, {}).get(name)
+        if entry is None or name in kept.setdefault(section, {}):
+            continue
+        kept[section][name] = entry
+        pending.extend(_references(entry))
+    return {section: dict(sorted(entries.items())) for section, entries in kept.items()}
+
+
+def build_document(routes: Iterable[Route], components: Components) -> dict[str, Any]:
+    """The OpenAPI 3.1 document for exactly the routes being served, with the components of
+    `components` (by section) their operations name."""
     served = list(operations(routes))
     paths: dict[str, Any] = {}
     for route, method, op in served:
         paths.setdefault(route.template, {})[method.lower()] = _operation(route, method, op)
-    responses = {**RESPONSES, "Session": {**RESPONSES["Session"], "links": _session_links(served)}}
+    named = named_components(paths, components)
+    if "Session" in named["responses"]:
+        named["responses"]["Session"] = {**named["responses"]["Session"], "links": _session_links(served)}
     return {
         "openapi": "3.1.0",
         "info": {
@@ -90,11 +129,6 @@ def build_document(routes: Iterable[Route], extra: Mapping[str, Mapping[str, Any
             ),
         },
         "paths": paths,
-        "components": _merged({
-            "securitySchemes": SECURITY_SCHEMES,
-            "parameters": PARAMETERS,
-            "responses": responses,
-            "schemas": SCHEMAS,
-        }, extra or {}),
-        "security": [{"bearer": []}],
+        "components": named,
+        "security": [{DEFAULT_SECURITY: []}],
     }

@@ -1,24 +1,14 @@
-"""OpenAPI fragments of the cron jobs API, skills, toolsets, platform events and cron fire.
-
-Data only, merged into the component tables of `openapi/schemas.py` (one line each).
-"""
+"""OpenAPI components of the cron jobs API (routes/jobs.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from hermes_server.openapi.build import Components, json_answer, query_parameter, schema_ref
+
 # Error answers of the jobs routes, to merge into `Operation.responses`.
 JOB_ERRORS = {401: "Unauthorized", 413: "PayloadTooLarge", 500: "JobServerError"}
 JOB_ID_ERRORS = {**JOB_ERRORS, 400: "JobError", 404: "JobError"}
-
-
-def _schema(name: str) -> dict[str, str]:
-    return {"$ref": f"#/components/schemas/{name}"}
-
-
-def _json(description: str, schema: str) -> dict[str, Any]:
-    return {"description": description, "content": {"application/json": {"schema": _schema(schema)}}}
-
 
 _NULLABLE_TEXT = {"type": ["string", "null"]}
 _JOB_PROPERTIES: dict[str, Any] = {
@@ -38,59 +28,43 @@ _JOB_PROPERTIES: dict[str, Any] = {
     "last_status": _NULLABLE_TEXT, "last_error": _NULLABLE_TEXT, "last_delivery_error": _NULLABLE_TEXT,
     "deliver": {}, "origin": {}, "enabled_toolsets": {}, "workdir": {},
 }
-_JOB = {"type": "object", "properties": _JOB_PROPERTIES, "required": ["id", "name", "schedule"]}
 
-JOBS_SCHEMAS: dict[str, Any] = {
-    "Job": _JOB,
-    "JobEnvelope": {"type": "object", "properties": {"job": _schema("Job")}, "required": ["job"]},
-    "JobListEnvelope": {"type": "object", "required": ["jobs"], "properties": {"jobs": {"type": "array", "items": {
-        "allOf": [_schema("Job"), {"type": "object", "properties": {"latest_execution": {}}}]}}}},
-    "JobDeletedEnvelope": {"type": "object", "properties": {"ok": {"const": True}}, "required": ["ok"]},
-    "BareError": {"type": "object", "properties": {"error": {"type": "string"}}, "required": ["error"]},
-    "JobCreate": {
-        "description": "`name` and `schedule` are required (`every 30m`, a 5-field cron expression, an ISO "
-                       "time, or a duration such as `30m`); other keys are ignored.",
-        "type": "object",
-        "properties": {"name": {"type": "string", "maxLength": 200}, "schedule": {"type": "string"},
-                       "prompt": {"type": "string", "maxLength": 5000}, "deliver": {},
-                       "skills": {"type": ["array", "string", "null"]},
-                       "repeat": {"type": ["integer", "null"], "minimum": 1}},
+COMPONENTS: Components = {
+    "schemas": {
+        "Job": {"type": "object", "properties": _JOB_PROPERTIES, "required": ["id", "name", "schedule"]},
+        "JobEnvelope": {"type": "object", "properties": {"job": schema_ref("Job")}, "required": ["job"]},
+        "JobListEnvelope": {"type": "object", "required": ["jobs"], "properties": {"jobs": {"type": "array", "items": {
+            "allOf": [schema_ref("Job"), {"type": "object", "properties": {"latest_execution": {}}}]}}}},
+        "JobDeletedEnvelope": {"type": "object", "properties": {"ok": {"const": True}}, "required": ["ok"]},
+        "JobCreate": {
+            "description": "`name` and `schedule` are required (`every 30m`, a 5-field cron expression, an ISO "
+                           "time, or a duration such as `30m`); other keys are ignored.",
+            "type": "object",
+            "properties": {"name": {"type": "string", "maxLength": 200}, "schedule": {"type": "string"},
+                           "prompt": {"type": "string", "maxLength": 5000}, "deliver": {},
+                           "skills": {"type": ["array", "string", "null"]},
+                           "repeat": {"type": ["integer", "null"], "minimum": 1}},
+        },
+        "JobUpdate": {
+            "description": "Any of name, schedule, prompt, deliver, skills, skill, repeat, enabled (others are "
+                           "ignored).",
+            "type": "object",
+        },
     },
-    "JobUpdate": {
-        "description": "Any of name, schedule, prompt, deliver, skills, skill, repeat, enabled (others are ignored).",
-        "type": "object",
+    "responses": {
+        "Job": json_answer("The job as stored (create answers 200, as upstream).", "JobEnvelope"),
+        "JobList": json_answer("The jobs, in creation order.", "JobListEnvelope"),
+        "JobDeleted": json_answer("The job and its output are gone.", "JobDeletedEnvelope"),
+        "JobError": json_answer("A bare `{\"error\": text}`: invalid input or job id (400), no such job (404).",
+                                "BareError"),
+        "JobServerError": json_answer("The jobs file cannot be read (with `--upstream-quirks`, also malformed "
+                                      "input).", "BareError"),
     },
-    "SkillList": {"type": "object", "required": ["object", "data"], "properties": {
-        "object": {"const": "list"},
-        "data": {"type": "array", "items": {"type": "object", "required": ["name", "description", "category"],
-                                            "properties": {"name": {"type": "string"},
-                                                           "description": {"type": "string"},
-                                                           "category": _NULLABLE_TEXT}}}}},
-    "ToolsetList": {"type": "object", "required": ["object", "platform", "data"], "properties": {
-        "object": {"const": "list"}, "platform": {"const": "api_server"},
-        "data": {"type": "array", "items": {"type": "object", "required": ["name", "tools"]}}}},
-}
-
-JOBS_RESPONSES: dict[str, Any] = {
-    "Job": _json("The job as stored (create answers 200, as upstream).", "JobEnvelope"),
-    "JobList": _json("The jobs, in creation order.", "JobListEnvelope"),
-    "JobDeleted": _json("The job and its output are gone.", "JobDeletedEnvelope"),
-    "JobError": _json("A bare `{\"error\": text}`: invalid input or job id (400), no such job (404).", "BareError"),
-    "JobServerError": _json("The jobs file cannot be read (with `--upstream-quirks`, also malformed input).",
-                            "BareError"),
-    "SkillList": _json("Skills installed in HERMES_HOME.", "SkillList"),
-    "ToolsetList": _json("The toolsets of the server's agent.", "ToolsetList"),
-    "PlatformUnavailable": _json("No platform adapter is connected (`platform_unavailable`).", "Error"),
-    "InvalidFireToken": _json("No fire-token verifier is configured: `{\"error\": \"invalid fire token\"}`.",
-                              "BareError"),
-}
-
-JOBS_PARAMETERS: dict[str, Any] = {
-    "job_id": {"name": "job_id", "in": "path", "required": True,
-               "description": "Twelve lower-case hex digits (else 400). pause/resume/run/DELETE also accept a "
-                              "job name here when it has that form, as upstream.",
-               "schema": {"type": "string"}},
-    "platform": {"name": "platform", "in": "path", "required": True, "schema": {"type": "string"}},
-    "include_disabled": {"name": "include_disabled", "in": "query",
-                         "description": "true or 1 (any case): also list disabled jobs.", "schema": {"type": "string"}},
+    "parameters": {
+        "job_id": {"name": "job_id", "in": "path", "required": True,
+                   "description": "Twelve lower-case hex digits (else 400). pause/resume/run/DELETE also accept a "
+                                  "job name here when it has that form, as upstream.",
+                   "schema": {"type": "string"}},
+        "include_disabled": query_parameter("include_disabled", "true or 1 (any case): also list disabled jobs."),
+    },
 }

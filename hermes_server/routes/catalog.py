@@ -26,10 +26,13 @@ from starlette.responses import Response
 
 from hermes_server.api.errors import InvalidFireToken
 from hermes_server.context import AppContext
+from hermes_server.domain import route_ids
+from hermes_server.families import Family
 from hermes_server.http.errors import ApiError
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Method, Operation, Route
-from hermes_server.openapi.schemas import AUTH_ERRORS, FIRE_TOKEN
+from hermes_server.openapi.catalog_schemas import COMPONENTS, FIRE_TOKEN
+from hermes_server.openapi.common import AUTH_ERRORS
 
 _TOOLSETS_FILE = Path(__file__).resolve().parent.parent / "data" / "toolsets-0.19.0.json"
 # Tools the terminal toolset registers lazily, with the first agent turn.
@@ -174,20 +177,26 @@ async def cron_fire(request: Request, ctx: AppContext) -> Response:
 def routes() -> list[Route]:
     """Skills and toolsets (advertised), platform events and cron fire (not advertised, as upstream)."""
     return [
-        Route("skills", "/v1/skills", {
+        Route(route_ids.SKILLS, "/v1/skills", {
             "GET": Method(skills, Operation(
                 summary="Installed skills", responses={200: "SkillList", 500: "ServerError", **AUTH_ERRORS},
                 capability="skills", features=("skills_api",)))}),
-        Route("toolsets", "/v1/toolsets", {
+        Route(route_ids.TOOLSETS, "/v1/toolsets", {
             "GET": Method(toolsets, Operation(
                 summary="Toolsets of the server's agent", responses={200: "ToolsetList", **AUTH_ERRORS},
                 capability="toolsets"))}),
-        Route("platform_events", "/api/platforms/{platform}/events", {
+        Route(route_ids.PLATFORM_EVENTS, "/api/platforms/{platform}/events", {
             "POST": Method(platform_event, Operation(
                 summary="Platform callback ingress (no adapter is connected: 503)",
                 responses={400: "BadRequest", 503: "PlatformUnavailable"}, security=None))}),
-        Route("cron_fire", "/api/cron/fire", {
+        Route(route_ids.CRON_FIRE, "/api/cron/fire", {
             "POST": Method(cron_fire, Operation(
                 summary="Managed-cron fire webhook (no verifier configured: 401)",
                 responses={401: "InvalidFireToken"}, security=FIRE_TOKEN))}),
     ]
+
+
+def family() -> Family:
+    """Skills, toolsets and the callbacks of other platforms as a unit of the app: their OpenAPI
+    components, and the check of the fire webhook's own scheme."""
+    return Family("catalog", routes(), components=COMPONENTS, checks={FIRE_TOKEN: refuse_fire_token})

@@ -3,8 +3,9 @@
 Both routes validate identically: session-key header, then 503/404 on the exact
 path id, then the JSON body, the user message and the system instruction. The turn
 itself runs in a task the server owns, never the response, so a client that goes
-away does not stop or undo it. In 0.20+ the stream's `run_id` is a run (#85226):
-`GET /v1/runs/{run_id}` reads its status, and stop and steer reach its turn.
+away does not stop or undo it. What a release adds (0.20.4's `runtime` block, the stream's
+`run_id` naming a run that `GET /v1/runs/{run_id}`, stop and steer reach) comes through the
+strategies of `ctx.behaviour`.
 """
 
 from __future__ import annotations
@@ -19,20 +20,20 @@ from starlette.responses import Response
 from hermes_server.agents.base import AgentEvent, Delta, Progress, ToolEvent
 from hermes_server.api.session_key import session_key
 from hermes_server.chat.interrupt import TurnStopped
-from hermes_server.chat.runs import LiveRun
+from hermes_server.chat.runs import StreamRun
 from hermes_server.chat.turn import ChatTurn, answer, run_turn
 from hermes_server.context import AppContext
+from hermes_server.domain import route_ids
 from hermes_server.domain.content import extract_user_message, system_instruction
-from hermes_server.domain.model_lock import Inventory, LockRequest
-from hermes_server.domain.profiles import Addition
 from hermes_server.domain.redact import redact
-from hermes_server.domain.runtime import lock_required, turn_runtime
+from hermes_server.families import Family
 from hermes_server.http.body import read_json_object
 from hermes_server.http.responses import HermesJSONResponse
-from hermes_server.http.routing import Method, Operation, Route
+from hermes_server.http.routing import Effect, Method, Operation, Route
 from hermes_server.http.sse import EventQueue, event_frame, sse_response
-from hermes_server.openapi.schemas import BODY_ERRORS, SESSION_ERRORS
-from hermes_server.routes.common import CHAT_HEADER_FEATURES, existing_session, identity_headers
+from hermes_server.openapi.chat_schemas import COMPONENTS
+from hermes_server.openapi.common import BODY_ERRORS, SESSION_ERRORS
+from hermes_server.routes.common import CHAT_HEADER_FEATURES, existing_session, identity_headers, inventory
 
 log = logging.getLogger("hermes_server.chat")
 
@@ -44,13 +45,7 @@ async def validated_turn(request: Request, ctx: AppContext) -> ChatTurn:
     body = await read_json_object(request)
     message = extract_user_message(body)
     system = system_instruction(body)
-    runtime = None
-    if Addition.CHAT_RUNTIME in ctx.profile:
-        settings = ctx.settings
-        inventory = Inventory.of(settings.agent, settings.model_name, settings.agent_model)
-        if lock_required(body):  # 400 missing_model, or 409 when it cannot be routed (V2 §B.9)
-            LockRequest.parse(body).route(inventory)
-        runtime = turn_runtime(row.get("model_config"), body, inventory)
+    runtime = ctx.behaviour.turn_runtime(row.get("model_config"), body, inventory(ctx))
     return ChatTurn(session_id, message, system, key, origin=request.scope, runtime=runtime)
 
 
@@ -123,10 +118,9 @@ class SessionEvents:
             })
 
 
-async def _stream_turn(ctx: AppContext, turn: ChatTurn, events: SessionEvents, live: LiveRun | None) -> None:
-    """Run the turn, then queue its completion (or `error`) and always `done`; a registered run's
-    status follows (and a stop ends the turn with `run.cancelled`, docs/differences.md)."""
-    runs, run_id = ctx.runs, events.run_id
+async def _stream_turn(ctx: AppContext, turn: ChatTurn, events: SessionEvents, run: StreamRun) -> None:
+    """Run the turn, then queue its completion (or `error`) and always `done`; the stream's run
+    follows (and a stop ends the turn with `run.cancelled`, docs/differences.md)."""
     try:
         outcome = await run_turn(ctx, turn, events.agent_event)
     except TurnStopped:
@@ -134,15 +128,14 @@ async def _stream_turn(ctx: AppContext, turn: ChatTurn, events: SessionEvents, l
             "message_id": events.message_id, "content": "".join(events.streamed), "completed": False,
             "partial": bool(events.streamed), "interrupted": True}, turn))
         events.emit("run.cancelled", {"message_id": events.message_id})
-        runs.set_status(run_id, "cancelled", last_event="run.cancelled")
+        run.cancelled()
     except Exception as exc:  # noqa: BLE001 - reported to the client as an `error` event
         log.warning("session %r: the agent failed (%s)", turn.session_id, type(exc).__name__)
         error = redact(str(exc))
         events.emit("error", {"message": error})
-        if live is not None:
-            runs.set_status(run_id, "failed", error=error, last_event="run.failed")
+        run.failed(error)
     else:
-        steer = {"pending_steer": live.pending_steer} if live is not None and live.pending_steer else {}
+        steer = {"pending_steer": run.pending_steer} if run.pending_steer else {}
         events.emit("assistant.completed", _with_runtime({
             "session_id": outcome.session_id,
             "message_id": events.message_id,
@@ -158,27 +151,22 @@ async def _stream_turn(ctx: AppContext, turn: ChatTurn, events: SessionEvents, l
             "messages": outcome.messages,
             "usage": outcome.usage.public(),
         }, turn), **steer})
-        if live is not None:
-            runs.set_status(run_id, "completed", usage=outcome.usage.public(), last_event="run.completed", **steer)
+        run.completed(outcome.usage.public(), steer)
     finally:
         events.emit("done", {})
         events.queue.close()
-        runs.live.pop(run_id, None)
+        run.ended()
 
 
 async def session_chat_stream(request: Request, ctx: AppContext) -> Response:
     """POST /api/sessions/{id}/chat/stream: the turn as server-sent events."""
     turn = await validated_turn(request, ctx)
     events = SessionEvents(ctx, turn.session_id)
-    live = None
-    if Addition.SESSION_STREAM_RUNS in ctx.profile:
-        live = ctx.runs.register(events.run_id, turn.session_id, ctx.settings.model_name, queued=False)
-        turn = dataclasses.replace(turn, stop=live.stop)
+    run = ctx.behaviour.stream_runs.start(ctx.runs, events.run_id, turn.session_id, ctx.settings.model_name)
+    turn = dataclasses.replace(turn, stop=run.stop)
     events.emit("run.started", _with_runtime({"user_message": {"role": "user", "content": turn.user_message}}, turn))
     events.emit("message.started", {"message": {"id": events.message_id, "role": "assistant"}})
-    task = ctx.turns.spawn(_stream_turn(ctx, turn, events, live))
-    if live is not None:
-        live.task = task
+    run.attach(ctx.turns.spawn(_stream_turn(ctx, turn, events, run)))
     # Test control may cut the stream after N events (a fault's hook; nothing by default).
     frames = ctx.hooks.stream(request.scope, events.queue.frames(ctx.settings.keepalive_seconds))
     return sse_response(frames, identity_headers(turn.session_id, turn.session_key))
@@ -187,19 +175,26 @@ async def session_chat_stream(request: Request, ctx: AppContext) -> Response:
 def routes() -> list[Route]:
     """The two session chat routes and what they promise."""
     return [
-        Route("session_chat", "/api/sessions/{session_id}/chat", {
+        Route(route_ids.SESSION_CHAT, "/api/sessions/{session_id}/chat", {
             "POST": Method(session_chat, Operation(
                 summary="Run one agent turn on the session",
                 responses={200: "ChatCompletion", 403: "Forbidden", 500: "ServerError", **BODY_ERRORS, **SESSION_ERRORS},
                 capability="session_chat", features=("session_chat", *CHAT_HEADER_FEATURES), body="ChatRequest",
-                headers=("X-Hermes-Session-Key",))),
+                headers=("X-Hermes-Session-Key",), effect=Effect.UNSAFE | Effect.WRITE | Effect.TURN,
+                documented="session_chat")),
         }),
-        Route("session_chat_stream", "/api/sessions/{session_id}/chat/stream", {
+        Route(route_ids.SESSION_CHAT_STREAM, "/api/sessions/{session_id}/chat/stream", {
             "POST": Method(session_chat_stream, Operation(
                 summary="Run one agent turn on the session, streamed as server-sent events",
                 responses={200: "ChatStream", 403: "Forbidden", **BODY_ERRORS, **SESSION_ERRORS},
                 capability="session_chat_stream",
                 features=("session_chat_streaming", "tool_progress_events", *CHAT_HEADER_FEATURES),
-                body="ChatRequest", headers=("X-Hermes-Session-Key",))),
+                body="ChatRequest", headers=("X-Hermes-Session-Key",),
+                effect=Effect.UNSAFE | Effect.WRITE | Effect.TURN, streams=True, documented="session_chat_stream")),
         }),
     ]
+
+
+def family() -> Family:
+    """Session chat as a unit of the app, with the OpenAPI components its routes name."""
+    return Family("chat", routes(), components=COMPONENTS)

@@ -12,8 +12,8 @@ from starlette.requests import Request
 
 from hermes_server.api.errors import session_not_found
 from hermes_server.context import AppContext
+from hermes_server.domain.model_lock import Inventory
 from hermes_server.store import sessions
-from hermes_server.store.schema import reading_of
 
 # Chat reads X-Hermes-Session-Key and answers with X-Hermes-Session-Id, so serving it
 # makes both header features true in /v1/capabilities.
@@ -22,12 +22,19 @@ CHAT_HEADER_FEATURES = ("session_key_header", "session_continuity_header")
 
 async def existing_session(ctx: AppContext, session_id: str) -> dict[str, Any]:
     """The exact row for a path id: 503 when storage is down, else 404 when absent; read as the
-    profile reads rows (a v25+ prompt behind its hash counts under 0.20+)."""
+    release reads rows (a v25+ prompt behind its hash counts under 0.20+)."""
     await ctx.db.ensure_open()
-    row = await ctx.db.read(sessions.get_session, session_id, reading_of(ctx.profile))
+    row = await ctx.db.read(sessions.get_session, session_id, ctx.behaviour.reading)
     if row is None:
         raise session_not_found(session_id)
     return row
+
+
+def inventory(ctx: AppContext) -> Inventory:
+    """The models this server routes to (0.20+'s model options and locks): the configured agent,
+    answering as --model-name."""
+    settings = ctx.settings
+    return Inventory.of(settings.agent, settings.model_name, settings.agent_model)
 
 
 def identity_headers(session_id: str, key: str | None) -> dict[str, str]:

@@ -31,6 +31,7 @@ from hermes_server.api.errors import crashing_non_object
 from hermes_server.api.session_key import session_key
 from hermes_server.chat.turn import ChatTurn, answer, run_turn, settle
 from hermes_server.context import AppContext
+from hermes_server.domain import route_ids
 from hermes_server.domain.errors import CompletionFailed
 from hermes_server.domain.openai_messages import (
     continued_session_id,
@@ -41,13 +42,15 @@ from hermes_server.domain.openai_messages import (
 )
 from hermes_server.domain.redact import redact
 from hermes_server.domain.usage import Usage
+from hermes_server.families import Family
 from hermes_server.http.auth import raw_header
 from hermes_server.http.body import read_json_object
 from hermes_server.http.errors import ApiError
 from hermes_server.http.responses import HermesJSONResponse
-from hermes_server.http.routing import Method, Operation, Route
+from hermes_server.http.routing import Effect, Method, Operation, Route
 from hermes_server.http.sse import EventQueue, data_frame, event_frame, sse_response
-from hermes_server.openapi.schemas import AUTH_ERRORS, BODY_ERRORS
+from hermes_server.openapi.common import AUTH_ERRORS, BODY_ERRORS
+from hermes_server.openapi.completions_schemas import COMPONENTS
 from hermes_server.routes.common import CHAT_HEADER_FEATURES, identity_headers
 
 log = logging.getLogger("hermes_server.chat")
@@ -208,12 +211,13 @@ async def _stream_turn(ctx: AppContext, turn: ChatTurn, stream: ChunkStream) -> 
         stream.queue.close()
 
 
-def _stream(ctx: AppContext, req: CompletionRequest) -> Response:
+def _stream(request: Request, ctx: AppContext, req: CompletionRequest) -> Response:
     stream = ChunkStream(ctx, req.model)
     stream.chunk({"role": "assistant"})
     ctx.turns.spawn(_stream_turn(ctx, req.turn, stream))
-    return sse_response(stream.queue.frames(ctx.settings.keepalive_seconds),
-                        identity_headers(req.turn.session_id, req.turn.session_key))
+    # Test control may cut the stream after N chunks (a fault's hook; nothing by default).
+    frames = ctx.hooks.stream(request.scope, stream.queue.frames(ctx.settings.keepalive_seconds))
+    return sse_response(frames, identity_headers(req.turn.session_id, req.turn.session_key))
 
 
 async def chat_completions(request: Request, ctx: AppContext) -> Response:
@@ -222,14 +226,14 @@ async def chat_completions(request: Request, ctx: AppContext) -> Response:
         req = await _validated(request, ctx)
         admission.release()  # the turn's task is spawned next, with nothing awaited between
         if req.stream:
-            return _stream(ctx, req)
+            return _stream(request, ctx, req)
         return await _complete(request, ctx, req)
 
 
 def routes() -> list[Route]:
     """POST /v1/chat/completions and what it promises."""
     return [
-        Route("chat_completions", "/v1/chat/completions", {
+        Route(route_ids.CHAT_COMPLETIONS, "/v1/chat/completions", {
             "POST": Method(chat_completions, Operation(
                 summary="OpenAI-compatible chat: one agent turn, persisted as a session",
                 responses={200: "OpenAIChatCompletion", 403: "Forbidden", 500: "ServerError",
@@ -237,6 +241,12 @@ def routes() -> list[Route]:
                 capability="chat_completions",
                 features=("chat_completions", "chat_completions_streaming", *CHAT_HEADER_FEATURES),
                 body="OpenAIChatRequest",
-                headers=("X-Hermes-Session-Id", "X-Hermes-Session-Key", "Idempotency-Key"))),
+                headers=("X-Hermes-Session-Id", "X-Hermes-Session-Key", "Idempotency-Key"),
+                effect=Effect.UNSAFE, streams=True)),
         }),
     ]
+
+
+def family() -> Family:
+    """OpenAI-compatible chat as a unit of the app, with the OpenAPI components its route names."""
+    return Family("completions", routes(), components=COMPONENTS)

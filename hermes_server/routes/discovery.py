@@ -18,13 +18,16 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from hermes_server.context import AppContext
-from hermes_server.domain import readiness
+from hermes_server.domain import readiness, route_ids
 from hermes_server.domain.errors import DatabaseUnavailable, SchemaMismatch
-from hermes_server.domain.profiles import HERMES_0_19, Profile
+from hermes_server.domain.profiles import ENDPOINTS_0_19, FEATURES_0_19, Features
+from hermes_server.domain.route_ids import RouteId
+from hermes_server.families import Family
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Method, Operation, Route
-from hermes_server.openapi.document import build_document, operations
-from hermes_server.openapi.schemas import AUTH_ERRORS
+from hermes_server.openapi.common import AUTH_ERRORS
+from hermes_server.openapi.discovery_schemas import COMPONENTS
+from hermes_server.openapi.document import build_document, method_rank, operations
 from hermes_server.store import health as store_health
 from hermes_server.store import home_check as store_home
 
@@ -45,7 +48,7 @@ RUNTIME = {
 
 async def health(request: Request, ctx: AppContext) -> Response:
     """GET /health and /v1/health: unauthenticated liveness, shaped like upstream."""
-    return HermesJSONResponse({"status": "ok", "platform": PLATFORM, "version": ctx.profile.version})
+    return HermesJSONResponse({"status": "ok", "platform": PLATFORM, "version": ctx.version})
 
 
 async def _state_db_check(ctx: AppContext) -> dict[str, Any]:
@@ -97,7 +100,7 @@ async def health_detailed(request: Request, ctx: AppContext) -> Response:
         "status": status,
         "readiness": {"status": status, "checks": checks},
         "platform": PLATFORM,
-        "version": ctx.profile.version,
+        "version": ctx.version,
         "gateway_state": state,
         "platforms": platforms,
         "active_agents": active,
@@ -118,8 +121,14 @@ async def models(request: Request, ctx: AppContext) -> Response:
     }]})
 
 
-def _rank(order: tuple[str, ...]) -> Callable[[str], tuple[int, str]]:
-    return lambda name: (order.index(name) if name in order else len(order), name)
+def _rank(order: tuple[RouteId, ...]) -> Callable[[tuple[Route, str, Operation]], tuple[int, tuple[int, str], str]]:
+    """Where an advertised operation is listed: by its route's place in the release's order, then by
+    method; one whose route the order does not name comes last, by name."""
+    def rank(served: tuple[Route, str, Operation]) -> tuple[int, tuple[int, str], str]:
+        route, method, op = served
+        listed = order.index(route.name) if route.name in order else len(order)
+        return listed, method_rank(method) if listed < len(order) else (0, ""), op.capability or ""
+    return rank
 
 
 def _value(value: Any) -> Any:
@@ -133,24 +142,25 @@ def _value(value: Any) -> Any:
 
 
 def capabilities_body(routes: Iterable[Route], *, model: str, key_required: bool, cors: bool,
-                      profile: Profile = HERMES_0_19) -> dict[str, Any]:
+                      features: Features = FEATURES_0_19,
+                      endpoint_order: tuple[RouteId, ...] = ENDPOINTS_0_19) -> dict[str, Any]:
     """Upstream's capabilities object, with features and endpoints derived from `routes`, named
-    and ordered as the profile's release does. Flags no served operation provides are false."""
+    and ordered as the release does (`features`, `endpoint_order`). Flags no served operation
+    provides are false."""
     served = list(operations(routes))
     provided = {feature for _, _, op in served for feature in op.features}
-    features: dict[str, Any] = {name: (_value(value) if name in provided else False)
-                                for name, value in profile.features}
-    features["cors"] = cors  # in its place when the profile lists it (0.21.2), else last
-    endpoints = {op.capability: {"method": method, "path": route.template}
-                 for route, method, op in served if op.capability}
+    flags: dict[str, Any] = {name: (_value(value) if name in provided else False) for name, value in features}
+    flags["cors"] = cors  # in its place when the release lists it (0.21.2), else last
+    advertised = sorted((entry for entry in served if entry[2].capability), key=_rank(endpoint_order))
+    endpoints = {op.capability: {"method": method, "path": route.template} for route, method, op in advertised}
     return {
         "object": "hermes.api_server.capabilities",
         "platform": PLATFORM,
         "model": model,
         "auth": {"type": "bearer", "required": key_required},
         "runtime": RUNTIME,
-        "features": features,
-        "endpoints": {name: endpoints[name] for name in sorted(endpoints, key=_rank(profile.endpoint_order))},
+        "features": flags,
+        "endpoints": endpoints,
     }
 
 
@@ -159,10 +169,11 @@ async def capabilities(request: Request, ctx: AppContext) -> Response:
     settings = ctx.settings
     body = capabilities_body(
         ctx.routes, model=settings.model_name,
-        key_required=bool(settings.api_key), cors=bool(settings.cors_origins), profile=ctx.profile,
+        key_required=bool(settings.api_key), cors=bool(settings.cors_origins), features=ctx.features,
+        endpoint_order=ctx.endpoint_order,
     )
     idempotency = body["features"].get("runs_idempotency")
-    if isinstance(idempotency, dict) and ctx.runs.keys is not None:  # false when the file could not be opened
+    if isinstance(idempotency, dict):  # false when runs_idempotency.db could not be opened
         idempotency["durable"] = ctx.runs.keys.durable
     return HermesJSONResponse(body)
 
@@ -175,23 +186,28 @@ async def openapi(request: Request, ctx: AppContext) -> Response:
 def routes() -> list[Route]:
     """Liveness, readiness and discovery: what clients probe before the session routes."""
     return [
-        Route("health", "/health", {
+        Route(route_ids.HEALTH, "/health", {
             "GET": Method(health, Operation(
                 summary="Liveness", responses={200: "Health"}, capability="health", security=None))}),
-        Route("v1_health", "/v1/health", {
+        Route(route_ids.V1_HEALTH, "/v1/health", {
             "GET": Method(health, Operation(
                 summary="Liveness (alias of /health)", responses={200: "Health"}, security=None))}),
-        Route("health_detailed", "/health/detailed", {
+        Route(route_ids.HEALTH_DETAILED, "/health/detailed", {
             "GET": Method(health_detailed, Operation(
                 summary="Readiness checks and runtime counters", responses={200: "HealthDetailed", **AUTH_ERRORS},
                 capability="health_detailed"))}),
-        Route("models", "/v1/models", {
+        Route(route_ids.MODELS, "/v1/models", {
             "GET": Method(models, Operation(
                 summary="The advertised model", responses={200: "ModelList", **AUTH_ERRORS}, capability="models"))}),
-        Route("capabilities", "/v1/capabilities", {
+        Route(route_ids.CAPABILITIES, "/v1/capabilities", {
             "GET": Method(capabilities, Operation(
                 summary="What this server serves", responses={200: "Capabilities", **AUTH_ERRORS}))}),
-        Route("openapi", "/openapi.json", {
+        Route(route_ids.OPENAPI, "/openapi.json", {
             "GET": Method(openapi, Operation(
                 summary="This OpenAPI document", responses={200: "OpenAPIDocument"}, security=None))}),
     ]
+
+
+def family() -> Family:
+    """Health and discovery as a unit of the app, with the OpenAPI components their routes name."""
+    return Family("discovery", routes(), components=COMPONENTS)

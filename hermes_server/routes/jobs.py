@@ -18,12 +18,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from hermes_server.context import AppContext
-from hermes_server.domain import job_snapshots, jobs
+from hermes_server.domain import job_snapshots, jobs, route_ids
 from hermes_server.domain.jobs import guarded, not_found
+from hermes_server.domain.route_ids import RouteId
+from hermes_server.families import Family
 from hermes_server.http.body import charset, read_body
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Method, Operation, Route
-from hermes_server.openapi.jobs_schemas import JOB_ERRORS, JOB_ID_ERRORS
+from hermes_server.openapi.jobs_schemas import COMPONENTS, JOB_ERRORS, JOB_ID_ERRORS
 from hermes_server.routes.common import first_query_values
 from hermes_server.store.jobs import JobsFile, local_time
 
@@ -156,22 +158,22 @@ async def run_job(request: Request, ctx: AppContext) -> Response:
     return await _apply(ctx, job["id"], lambda stored: jobs.triggered(now))
 
 
-def _action(name: str, endpoint: Any, summary: str) -> Route:
-    return Route(f"job_{name}", f"/api/jobs/{{job_id}}/{name}", {
+def _action(route: RouteId, name: str, endpoint: Any, summary: str) -> Route:
+    return Route(route, f"/api/jobs/{{job_id}}/{name}", {
         "POST": Method(endpoint, Operation(summary=summary, responses={200: "Job", **JOB_ID_ERRORS}))})
 
 
 def routes() -> list[Route]:
     """The jobs family, in upstream's order. None is advertised in /v1/capabilities (nor upstream's)."""
     return [
-        Route("jobs", "/api/jobs", {
+        Route(route_ids.JOBS, "/api/jobs", {
             "GET": Method(list_jobs, Operation(
                 summary="List cron jobs", responses={200: "JobList", **JOB_ERRORS}, query=("include_disabled",))),
             "POST": Method(create_job, Operation(
                 summary="Create a cron job (answers 200)", responses={200: "Job", 400: "JobError", **JOB_ERRORS},
                 body="JobCreate")),
         }),
-        Route("job", "/api/jobs/{job_id}", {
+        Route(route_ids.JOB, "/api/jobs/{job_id}", {
             "GET": Method(get_job, Operation(
                 summary="One cron job, by exact id", responses={200: "Job", **JOB_ID_ERRORS})),
             "PATCH": Method(update_job, Operation(
@@ -179,7 +181,12 @@ def routes() -> list[Route]:
             "DELETE": Method(delete_job, Operation(
                 summary="Delete a cron job (by id or name)", responses={200: "JobDeleted", **JOB_ID_ERRORS})),
         }),
-        _action("pause", pause_job, "Pause a cron job (by id or name)"),
-        _action("resume", resume_job, "Resume a paused cron job (by id or name)"),
-        _action("run", run_job, "Make a cron job due now (by id or name)"),
+        _action(route_ids.JOB_PAUSE, "pause", pause_job, "Pause a cron job (by id or name)"),
+        _action(route_ids.JOB_RESUME, "resume", resume_job, "Resume a paused cron job (by id or name)"),
+        _action(route_ids.JOB_RUN, "run", run_job, "Make a cron job due now (by id or name)"),
     ]
+
+
+def family() -> Family:
+    """The cron jobs API as a unit of the app, with the OpenAPI components its routes name."""
+    return Family("jobs", routes(), components=COMPONENTS)

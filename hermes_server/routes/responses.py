@@ -24,17 +24,19 @@ from hermes_server.chat.response_stream import ResponseStream, stream_response
 from hermes_server.chat.slots import Admission
 from hermes_server.chat.turn import ChatTurn, answer, run_turn, settle
 from hermes_server.context import AppContext
+from hermes_server.domain import route_ids
 from hermes_server.domain.errors import CompletionFailed
-from hermes_server.domain.quirks import Quirk
-from hermes_server.domain.response_history import model_turn, stored_history
+from hermes_server.domain.response_history import model_turn
 from hermes_server.domain.response_input import fingerprint, output_items, parse_response_input, user_turn
 from hermes_server.domain.titles import has_lone_surrogate
+from hermes_server.families import Family
 from hermes_server.http.body import read_json_object
 from hermes_server.http.errors import ApiError
 from hermes_server.http.responses import HermesJSONResponse
-from hermes_server.http.routing import Method, Operation, Route
+from hermes_server.http.routing import Effect, Method, Operation, Route
 from hermes_server.http.sse import EventQueue, event_frame, sse_response
-from hermes_server.openapi.schemas import AUTH_ERRORS
+from hermes_server.openapi.common import AUTH_ERRORS
+from hermes_server.openapi.responses_schemas import COMPONENTS
 from hermes_server.routes.common import identity_headers
 
 log = logging.getLogger("hermes_server.chat")
@@ -93,7 +95,7 @@ class _Saver:
     async def completed(self, envelope: dict[str, Any], history: list[dict[str, Any]], user_message: Any,
                         turn_messages: list[dict[str, Any]]) -> None:
         """Store a finished turn on `history` (as the request gave it, before the model's merge)."""
-        await self(envelope, stored_history(history, user_message, turn_messages, self.ctx.quirks))
+        await self(envelope, self.ctx.behaviour.history_after_turn(history, user_message, turn_messages))
 
 
 async def create_response(request: Request, ctx: AppContext) -> Response:
@@ -106,7 +108,7 @@ async def _respond(request: Request, ctx: AppContext, admission: Admission) -> R
     settings = ctx.settings
     key = session_key(request, settings.api_key)
     body = await read_json_object(request, crashing_non_object, _invalid_json)
-    parsed = parse_response_input(body, settings.model_name, lax_instructions=Quirk.BAD_INPUT_500 in ctx.quirks)
+    parsed = parse_response_input(body, settings.model_name, lax_instructions=ctx.behaviour.lax_instructions)
     previous = parsed.previous_response_id
     if parsed.conversation:
         previous = await ctx.response_store.conversation(parsed.conversation)
@@ -129,7 +131,7 @@ async def _respond(request: Request, ctx: AppContext, admission: Admission) -> R
         save = _Saver(ctx, response_id, parsed.store, parsed.conversation, instructions, session_id)
         sink = _FrameSink()
         stream = ResponseStream(ctx, sink, response_id, parsed.model, int(ctx.now()),
-                                upstream_events=Quirk.NO_CONTENT_PART_EVENTS in ctx.quirks)
+                                upstream_events=ctx.behaviour.upstream_response_events)
         created = {**stream.envelope("in_progress"), "output": []}
         stream.write("response.created", {"response": created})
         await save(created, [*history, {"role": "user", "content": user_message}])
@@ -175,15 +177,15 @@ async def delete_response(request: Request, ctx: AppContext) -> Response:
 def routes() -> list[Route]:
     """The Responses API routes and what they promise."""
     return [
-        Route("responses", "/v1/responses", {
+        Route(route_ids.RESPONSES, "/v1/responses", {
             "POST": Method(create_response, Operation(
                 summary="OpenAI Responses API: one agent turn, stored for chaining unless `store` is false",
                 responses={200: "ResponseObject", 400: "BadRequest", 403: "Forbidden", 404: "NotFound",
                            413: "PayloadTooLarge", 429: "TooManyRuns", 500: "ServerError", **AUTH_ERRORS},
                 capability="responses", features=("responses_api", "responses_streaming"), body="ResponseRequest",
-                headers=("X-Hermes-Session-Key", "Idempotency-Key"))),
+                headers=("X-Hermes-Session-Key", "Idempotency-Key"), effect=Effect.UNSAFE, streams=True)),
         }),
-        Route("response", "/v1/responses/{response_id}", {
+        Route(route_ids.RESPONSE, "/v1/responses/{response_id}", {
             "GET": Method(get_response, Operation(
                 summary="A stored response", responses={200: "StoredResponse", 404: "NotFound", **AUTH_ERRORS})),
             "DELETE": Method(delete_response, Operation(
@@ -191,3 +193,8 @@ def routes() -> list[Route]:
                 responses={200: "ResponseDeleted", 404: "NotFound", **AUTH_ERRORS})),
         }),
     ]
+
+
+def family() -> Family:
+    """The Responses API as a unit of the app, with the OpenAPI components its routes name."""
+    return Family("responses", routes(), components=COMPONENTS)

@@ -1,9 +1,11 @@
-"""Structured runs: POST /v1/runs, GET /v1/runs/{id}, its events (SSE), stop, approval and (0.20+) steer.
+"""Structured runs: POST /v1/runs, GET /v1/runs/{id}, its events (SSE), stop and approval.
 
 A run is one agent turn started in the background: the submit answers 202 at once,
 the client polls the status or follows the events, and may stop the run or answer a
 tool's approval request while it is live. What a run keeps and for how long is in
-`chat/runs.py`; these handlers check requests in upstream's order.
+`chat/runs.py`; these handlers check requests in upstream's order. What newer releases
+change here (steer, 0.21's stop and its durable Idempotency-Key) is each a unit of
+hermes_server/units/, built on the helpers below.
 """
 
 from __future__ import annotations
@@ -21,31 +23,28 @@ from hermes_server.api.session_key import session_key
 from hermes_server.chat.runs import APPROVAL_CHOICES, LiveRun, RunSpec, run_in_background
 from hermes_server.chat.slots import Admission
 from hermes_server.context import AppContext
-from hermes_server.domain import run_keys
-from hermes_server.domain.openai_messages import flatten_text, request_bool
-from hermes_server.domain.profiles import HERMES_0_19, Addition, Profile
+from hermes_server.domain import route_ids, run_keys
+from hermes_server.domain.openai_messages import request_bool
 from hermes_server.domain.response_history import model_turn
 from hermes_server.domain.run_input import RunInput, parse_run_input
 from hermes_server.domain.titles import has_lone_surrogate
-from hermes_server.http.auth import raw_header
+from hermes_server.families import Family
 from hermes_server.http.body import read_json_object
 from hermes_server.http.errors import ApiError
 from hermes_server.http.responses import HermesJSONResponse
-from hermes_server.http.routing import Method, Operation, Route
+from hermes_server.http.routing import Effect, Method, Operation, Route
 from hermes_server.http.sse import KEEPALIVE_FRAME, data_frame, sse_response
-from hermes_server.openapi.schemas import AUTH_ERRORS
-from hermes_server.store.runs_idempotency import KeptRun, Owner
+from hermes_server.openapi.common import AUTH_ERRORS
+from hermes_server.openapi.runs_schemas import COMPONENTS
 
 STREAM_CLOSED_FRAME = b": stream closed\n\n"
 # A subscriber may come a moment before its run is registered: the events route waits this long.
 SUBSCRIBE_POLLS = 20
 SUBSCRIBE_POLL_SECONDS = 0.05
 _CHOICE_ALIASES = {"approve": "once", "approved": "once", "allow": "once"}
-# This process, as the owner its kept runs record (a restart is another owner).
-OWNER = Owner.this_process()
 
 
-def _invalid_json() -> ApiError:
+def invalid_json() -> ApiError:
     return ApiError(400, "Invalid JSON")
 
 
@@ -54,59 +53,19 @@ def run_not_found(run_id: str) -> ApiError:
 
 
 async def submit_run(request: Request, ctx: AppContext) -> Response:
-    """POST /v1/runs: validate, register the run, start its turn, answer 202. With 0.21.2's
-    durable keys, the body is read before the cap, so a replay answers even on a full server."""
+    """POST /v1/runs: the run cap (after the session key, before the body), validate, register the
+    run, start its turn, answer 202."""
     key = session_key(request, ctx.settings.api_key)
-    if ctx.runs.keys is None:
-        with ctx.slots.admit() as admission:  # the run cap, after the session key, before the body
-            body = await read_json_object(request, crashing_non_object, _invalid_json)
-            prepared = await _prepare(ctx, body, request.scope)
-            run_id, live = _register(ctx, prepared)
-            _spawn(ctx, prepared, run_id, live, key, admission)
-        return _accepted(ctx, run_id, "started", key, replayed=False)
-    body = await read_json_object(request, crashing_non_object, _invalid_json)
-    claim = _claim(request, ctx, body, key)
-    prepared = await _prepare(ctx, body, request.scope)
-    if claim is not None:
-        outcome, record = await ctx.runs.keys.lookup(*claim, ctx.now())
-        if record is not None:
-            return await _replay_or_conflict(ctx, outcome, record, key, claim[0])
-    with ctx.slots.admit() as admission:  # only a new run counts against the cap
-        run_id, live = _register(ctx, prepared)
-        if claim is not None:
-            replay = await _reserve(ctx, run_id, claim, key)
-            if replay is not None:
-                return replay
-        _spawn(ctx, prepared, run_id, live, key, admission)
-    return _accepted(ctx, run_id, "started", key, replayed=False)
+    with ctx.slots.admit() as admission:
+        body = await read_json_object(request, crashing_non_object, invalid_json)
+        prepared = await prepare(ctx, body, request.scope)
+        run_id, live = register(ctx, prepared)
+        spawn(ctx, prepared, run_id, live, key, admission)
+    return accepted({"run_id": run_id, "status": "started"}, key)
 
 
-def _claim(request: Request, ctx: AppContext, body: Any, key: str | None) -> tuple[str, str, str] | None:
-    """The (scope, key, fingerprint) an `Idempotency-Key` claims, None without one; 400 for a bad key."""
-    raw = raw_header(request, b"idempotency-key")
-    idempotency_key = raw.decode("utf-8", "surrogateescape").strip() if raw is not None else ""
-    if not run_keys.valid_key(idempotency_key):
-        raise ApiError(400, run_keys.INVALID_KEY_MESSAGE, "invalid_idempotency_key")
-    if not idempotency_key:
-        return None
-    return run_keys.scope(ctx.settings.api_key), idempotency_key, run_keys.fingerprint(body, key)
-
-
-async def _replay_or_conflict(ctx: AppContext, outcome: str, record: KeptRun, key: str | None,
-                              scope: str) -> Response:
-    """409 for a key reused with another request, else the 202 of the run it admitted, with that
-    run's status now."""
-    if outcome == "conflict":
-        raise ApiError(409, run_keys.CONFLICT_MESSAGE, "idempotency_key_conflict")
-    status = await ctx.runs.hydrate(scope, record.run_id) or record.status
-    return _accepted(ctx, record.run_id, str(status.get("status", "queued")), key, replayed=True)
-
-
-def _accepted(ctx: AppContext, run_id: str, status: str, key: str | None, *, replayed: bool) -> Response:
-    """The 202: `replayed` in 0.21's answer, and its `Idempotency-Replayed` header on a replay."""
-    answer: dict[str, Any] = {"run_id": run_id, "status": status}
-    if Addition.RUN_SUBMIT_REPLAYED in ctx.profile:
-        answer["replayed"] = replayed
+def accepted(answer: dict[str, Any], key: str | None, *, replayed: bool = False) -> Response:
+    """The 202 of a submit, with the echoed session key (and `Idempotency-Replayed` on a replay)."""
     headers = {"Idempotency-Replayed": "true"} if replayed else {}
     if key:
         headers["X-Hermes-Session-Key"] = key
@@ -114,7 +73,7 @@ def _accepted(ctx: AppContext, run_id: str, status: str, key: str | None, *, rep
 
 
 @dataclass(frozen=True)
-class _Prepared:
+class Prepared:
     """A validated submit: its input and the history the model is given."""
 
     parsed: RunInput
@@ -125,7 +84,7 @@ class _Prepared:
     origin: Any
 
 
-async def _prepare(ctx: AppContext, body: dict[str, Any], origin: Any) -> _Prepared:
+async def prepare(ctx: AppContext, body: dict[str, Any], origin: Any) -> Prepared:
     """The body's input, then the history from `previous_response_id` when the body gives none."""
     parsed = parse_run_input(body, ctx.settings.model_name)
     history, stored_session, instructions = parsed.history, None, parsed.instructions
@@ -143,29 +102,17 @@ async def _prepare(ctx: AppContext, body: dict[str, Any], origin: Any) -> _Prepa
     if not history:
         history = parsed.earlier
     history, prompt = model_turn(history, parsed.user_message)
-    return _Prepared(parsed, parsed.session_id or stored_session, history, instructions, prompt, origin)
+    return Prepared(parsed, parsed.session_id or stored_session, history, instructions, prompt, origin)
 
 
-def _register(ctx: AppContext, prepared: _Prepared) -> tuple[str, LiveRun]:
+def register(ctx: AppContext, prepared: Prepared) -> tuple[str, LiveRun]:
     """A new run id and its registered (queued) run."""
     run_id = f"run_{ctx.ids.hex(32)}"
     return run_id, ctx.runs.register(run_id, prepared.session_id or run_id, prepared.parsed.model)
 
 
-async def _reserve(ctx: AppContext, run_id: str, claim: tuple[str, str, str], key: str | None) -> Response | None:
-    """Record the claimed key for `run_id`; None when it is this run's. A request that reserved it
-    meanwhile wins, and this one, forgotten, answers as its replay (or 409)."""
-    assert ctx.runs.keys is not None
-    outcome, record = await ctx.runs.keys.reserve(*claim, run_id, dict(ctx.runs.statuses[run_id]), OWNER, ctx.now())
-    if outcome == "created":
-        ctx.runs.kept.add(run_id)
-        return None
-    ctx.runs.forget(run_id)
-    return await _replay_or_conflict(ctx, outcome, record, key, claim[0])
-
-
-def _spawn(ctx: AppContext, prepared: _Prepared, run_id: str, live: LiveRun, key: str | None,
-           admission: Admission) -> None:
+def spawn(ctx: AppContext, prepared: Prepared, run_id: str, live: LiveRun, key: str | None,
+          admission: Admission) -> None:
     """Start the registered run's turn (the admission ends as it is handed to its task)."""
     spec = RunSpec(run_id, ctx.runs.statuses[run_id]["session_id"], prepared.parsed.user_message, prepared.history,
                    prepared.instructions, key, prepared.origin, prepared.prompt)
@@ -177,14 +124,14 @@ async def run_status(request: Request, ctx: AppContext) -> Response:
     """GET /v1/runs/{run_id}: the pollable status."""
     run_id = request.path_params["run_id"]
     ctx.runs.sweep()
-    status = await _status(ctx, run_id)
+    status = await status_of(ctx, run_id)
     if status is None:
         raise run_not_found(run_id)
     return HermesJSONResponse(status)
 
 
-async def _status(ctx: AppContext, run_id: str) -> dict[str, Any] | None:
-    """The run's status: in memory, or (0.21.2) from its record, as a restart left it."""
+async def status_of(ctx: AppContext, run_id: str) -> dict[str, Any] | None:
+    """The run's status: in memory, or (0.21) from its record, as a restart left it."""
     return await ctx.runs.hydrate(run_keys.scope(ctx.settings.api_key), run_id)
 
 
@@ -223,18 +170,16 @@ async def run_events(request: Request, ctx: AppContext) -> Response:
 
 
 async def stop_run(request: Request, ctx: AppContext) -> Response:
-    """POST /v1/runs/{run_id}/stop: stop a live run. In 0.19.0 a finished one is unknown here;
-    0.21 answers a settled run (an `interrupted` one included) with its status, and a run not
-    live in this process (another server on this home runs it) with 409."""
+    """POST /v1/runs/{run_id}/stop: stop a live run; any other is unknown here (0.19.0)."""
     run_id = request.path_params["run_id"]
     if ctx.runs.request_stop(run_id):
-        return HermesJSONResponse({"run_id": run_id, "status": "stopping"})
-    status = await _status(ctx, run_id)
-    if status is None or Addition.RUN_STOP_SETTLED not in ctx.profile:
-        raise run_not_found(run_id)
-    if status.get("status") in run_keys.SETTLED:
-        return HermesJSONResponse(status)
-    raise ApiError(409, f"Run is not active in this gateway process: {run_id}", "run_not_active")
+        return stopping(run_id)
+    raise run_not_found(run_id)
+
+
+def stopping(run_id: str) -> Response:
+    """The answer to the stop of a live run (it ends `cancelled`)."""
+    return HermesJSONResponse({"run_id": run_id, "status": "stopping"})
 
 
 def _choice(body: dict[str, Any]) -> str:
@@ -249,9 +194,9 @@ def _choice(body: dict[str, Any]) -> str:
 async def answer_approval(request: Request, ctx: AppContext) -> Response:
     """POST /v1/runs/{run_id}/approval: answer the run's oldest pending approval (or all)."""
     run_id = request.path_params["run_id"]
-    if await _status(ctx, run_id) is None:
+    if await status_of(ctx, run_id) is None:
         raise run_not_found(run_id)
-    body = await read_json_object(request, crashing_non_object, _invalid_json)
+    body = await read_json_object(request, crashing_non_object, invalid_json)
     choice = _choice(body)
     every = request_bool(body.get("all")) or request_bool(body.get("resolve_all"))
     resolved = ctx.runs.respond(run_id, choice, every)
@@ -263,75 +208,44 @@ async def answer_approval(request: Request, ctx: AppContext) -> Response:
                                "choice": choice, "resolved": resolved})
 
 
-async def steer_run(request: Request, ctx: AppContext) -> Response:
-    """POST /v1/runs/{run_id}/steer (0.20+): guidance for a running agent, checked in upstream's
-    order: the run, that it is running, then the body. The agent takes it before its next step;
-    what it never took is `pending_steer` on `run.completed` (docs/differences.md)."""
-    run_id = request.path_params["run_id"]
-    if await _status(ctx, run_id) is None:
-        raise run_not_found(run_id)
-    if not ctx.runs.accepting_steer(run_id):
-        raise ApiError(409, f"Run is not currently accepting steer input: {run_id}", "run_not_accepting_steer")
-    body = await read_json_object(request)
-    raw = body.get("input") or body.get("message") or body.get("text") or ""
-    text = flatten_text(raw).strip()
-    if not text:
-        raise ApiError(400, "Missing non-empty steer text; expected 'input', 'message', or 'text'.",
-                       "invalid_steer_input")
-    if not ctx.runs.steer(run_id, text):  # it ended while its body was read
-        raise ApiError(409, f"Run did not accept steer text: {run_id}", "steer_not_accepted")
-    return HermesJSONResponse({"object": "hermes.run.steer", "run_id": run_id, "accepted": True})
-
-
-def _steer_route() -> Route:
-    return Route("run_steer", "/v1/runs/{run_id}/steer", {
-        "POST": Method(steer_run, Operation(
-            summary="Steer a running agent (it sees the text before its next step)",
-            responses={200: "RunSteer", 400: "BadRequest", 404: "NotFound", 409: "Conflict",
-                       413: "PayloadTooLarge", **AUTH_ERRORS},
-            capability="run_steer", features=("run_steer",), body="RunSteerRequest"))})
-
-
-def routes(profile: Profile = HERMES_0_19) -> list[Route]:
-    """The five run routes and what they promise; a profile with steer serves it after approval,
-    as upstream's table lists it."""
-    steer = [_steer_route()] if Addition.RUN_STEER in profile else []
-    stop_conflict = {409: "Conflict"} if Addition.RUN_STOP_SETTLED in profile else {}
-    durable = Addition.RUN_IDEMPOTENCY in profile
+def routes() -> list[Route]:
+    """The five run routes and what they promise."""
     return [
-        Route("runs", "/v1/runs", {
+        Route(route_ids.RUNS, "/v1/runs", {
             "POST": Method(submit_run, Operation(
                 summary="Start an agent run in the background; answers at once with its id",
                 responses={202: "RunStarted", 400: "BadRequest", 403: "Forbidden", 413: "PayloadTooLarge",
-                           **({409: "Conflict"} if durable else {}), 429: "TooManyRuns", **AUTH_ERRORS},
-                capability="runs", features=("run_submission", *(("runs_idempotency",) if durable else ())),
-                body="RunRequest",
-                # 0.21.2's durable Idempotency-Key is documented as its addition (openapi/additions.py).
-                headers=("X-Hermes-Session-Key",))),
+                           429: "TooManyRuns", **AUTH_ERRORS},
+                capability="runs", features=("run_submission",), body="RunRequest",
+                headers=("X-Hermes-Session-Key",), effect=Effect.UNSAFE)),
         }),
-        Route("run_status", "/v1/runs/{run_id}", {
+        Route(route_ids.RUN_STATUS, "/v1/runs/{run_id}", {
             "GET": Method(run_status, Operation(
                 summary="The run's pollable status", responses={200: "RunStatus", 404: "NotFound", **AUTH_ERRORS},
                 capability="run_status", features=("run_status",))),
         }),
-        Route("run_events", "/v1/runs/{run_id}/events", {
+        Route(route_ids.RUN_EVENTS, "/v1/runs/{run_id}/events", {
             "GET": Method(run_events, Operation(
                 summary="The run's events as server-sent events (one shared queue, see docs)",
                 responses={200: "RunEvents", 404: "NotFound", **AUTH_ERRORS},
-                capability="run_events", features=("run_events_sse", "tool_progress_events", "approval_events"))),
+                capability="run_events", features=("run_events_sse", "tool_progress_events", "approval_events"),
+                streams=True)),
         }),
-        Route("run_approval", "/v1/runs/{run_id}/approval", {
+        Route(route_ids.RUN_APPROVAL, "/v1/runs/{run_id}/approval", {
             "POST": Method(answer_approval, Operation(
                 summary="Answer the run's pending tool approval",
                 responses={200: "RunApprovalResponse", 400: "BadRequest", 404: "NotFound", 409: "Conflict",
                            413: "PayloadTooLarge", **AUTH_ERRORS},
                 capability="run_approval", features=("run_approval_response",), body="RunApprovalRequest")),
         }),
-        *steer,
-        Route("run_stop", "/v1/runs/{run_id}/stop", {
+        Route(route_ids.RUN_STOP, "/v1/runs/{run_id}/stop", {
             "POST": Method(stop_run, Operation(
-                summary="Stop a live run", responses={200: "RunStopping", 404: "NotFound", **stop_conflict,
-                                                      **AUTH_ERRORS},
+                summary="Stop a live run", responses={200: "RunStopping", 404: "NotFound", **AUTH_ERRORS},
                 capability="run_stop", features=("run_stop",))),
         }),
     ]
+
+
+def family() -> Family:
+    """The structured runs as a unit of the app, with the OpenAPI components their routes name."""
+    return Family("runs", routes(), components=COMPONENTS)

@@ -1,4 +1,7 @@
-"""The session resource routes: list, create, get, patch, delete, messages, fork."""
+"""The session resource routes: list, create, get, patch, delete, messages, fork.
+
+Where releases differ (the flags of 0.20.4, message paging, what a create stores) the handlers
+follow the strategies of `ctx.behaviour`, set by the served release's units."""
 
 from __future__ import annotations
 
@@ -16,31 +19,24 @@ from hermes_server.api.errors import (
     session_not_found,
 )
 from hermes_server.context import AppContext
-from hermes_server.domain.create_fields import DEFAULT_SOURCE, session_source, stored_model
+from hermes_server.domain import route_ids
 from hermes_server.domain.errors import SessionGone, StorageFault
-from hermes_server.domain.ids import create_id_error, fork_id_error, requested_id
-from hermes_server.domain.paging import BadPagination, Page
+from hermes_server.domain.ids import fork_id_error, requested_id
+from hermes_server.domain.paging import BadPagination
 from hermes_server.domain.params import ListQuery
-from hermes_server.domain.profiles import Addition
-from hermes_server.domain.projection import message_projection, session_projection
-from hermes_server.domain.quirks import Quirk
-from hermes_server.domain.session_flags import (
-    PATCHABLE_0_19,
-    PATCHABLE_WITH_FLAGS,
-    NotABoolean,
-    flag_changes,
-    has_more,
-)
+from hermes_server.domain.projection import message_projection
+from hermes_server.domain.session_flags import NotABoolean
 from hermes_server.domain.titles import TitleTooLong, has_lone_surrogate, sanitize_title
+from hermes_server.families import Family
 from hermes_server.http.body import read_json_object
 from hermes_server.http.errors import ApiError
 from hermes_server.http.pipeline import note_session
 from hermes_server.http.responses import HermesJSONResponse, dumps
-from hermes_server.http.routing import Method, Operation, Route
-from hermes_server.openapi.schemas import BODY_ERRORS, SESSION_ERRORS, STORE_ERRORS
+from hermes_server.http.routing import Effect, Method, Operation, Route
+from hermes_server.openapi.common import BODY_ERRORS, SESSION_ERRORS, STORE_ERRORS
+from hermes_server.openapi.sessions_schemas import COMPONENTS
 from hermes_server.routes.common import existing_session, first_query_values
 from hermes_server.store import listing, messages, sessions
-from hermes_server.store.schema import reading_of
 
 # What a fork whose storage failed after step k left stored (its steps are separate writes).
 _FORK_WRITTEN = {
@@ -50,12 +46,8 @@ _FORK_WRITTEN = {
 }
 
 
-def _flags_shown(ctx: AppContext) -> bool:
-    return Addition.SESSION_FLAGS in ctx.profile
-
-
 def _session_document(ctx: AppContext, row: dict[str, Any]) -> bytes:
-    return dumps({"object": "hermes.session", "session": session_projection(row, flags=_flags_shown(ctx))})
+    return dumps({"object": "hermes.session", "session": ctx.behaviour.sessions.project(row)})
 
 
 def _session_body(ctx: AppContext, row: dict[str, Any], status: int = 200) -> Response:
@@ -79,18 +71,17 @@ async def list_sessions(request: Request, ctx: AppContext) -> Response:
     """GET /api/sessions (remembered until state.db changes: store/read_cache.py)."""
     await ctx.db.ensure_open()
     query = ListQuery.parse(first_query_values(request))
-
-    flags = _flags_shown(ctx)
+    behaviour = ctx.behaviour
+    shape = behaviour.sessions
 
     async def build() -> bytes:
-        rows = await ctx.db.read(listing.list_sessions, query, reading_of(ctx.profile))
+        rows = await ctx.db.read(listing.list_sessions, query, behaviour.reading)
         return dumps({
             "object": "list",
-            "data": [session_projection(row, flags=flags) for row in rows],
+            "data": [shape.project(row) for row in rows],
             "limit": query.limit,
             "offset": query.offset,
-            # 0.20.4 counts only unpinned rows (its back-filled pins are no next page).
-            "has_more": has_more(rows, query.limit) if flags else len(rows) == query.limit,
+            "has_more": shape.has_more(rows, query.limit),
         })
 
     return HermesJSONResponse.encoded(await ctx.reads.get(("list", query), build))
@@ -102,15 +93,11 @@ async def create_session(request: Request, ctx: AppContext) -> Response:
     await ctx.db.ensure_open()
     chosen = requested_id(body)
     session_id = chosen if chosen is not None else ctx.ids.session_id(ctx.now())
-    problem = create_id_error(session_id, lax=Quirk.LAX_CREATE_IDS in ctx.quirks)
+    problem = ctx.behaviour.create_id_problem(session_id)
     if problem:
         raise refuse_id(session_id, problem)
     note_session(request, session_id)
-    if Addition.CREATE_FIELDS in ctx.profile:
-        model: Any = stored_model(body, ctx.settings.model_name)
-        source = session_source(body.get("source"))
-    else:
-        model, source = body.get("model") or ctx.settings.model_name, DEFAULT_SOURCE
+    model, source = ctx.behaviour.new_session(body, ctx.settings.model_name)
     system_prompt = body.get("system_prompt")
     if system_prompt is not None and not isinstance(system_prompt, str):
         raise ApiError(400, "system_prompt must be a string", "invalid_system_prompt")
@@ -150,12 +137,12 @@ async def patch_session(request: Request, ctx: AppContext) -> Response:
     session_id = request.path_params["session_id"]
     before = await existing_session(ctx, session_id)
     body = await read_json_object(request)
-    flags = _flags_shown(ctx)
-    unknown = sorted(set(body) - (PATCHABLE_WITH_FLAGS if flags else PATCHABLE_0_19))
+    shape = ctx.behaviour.sessions
+    unknown = sorted(set(body) - shape.patchable)
     if unknown:
         raise ApiError(400, f"Unsupported session fields: {', '.join(unknown)}", "unsupported_session_field")
     try:
-        changes = flag_changes(body) if flags else {}
+        changes = shape.changes(body)
     except NotABoolean as refused:
         raise ApiError(400, str(refused), "invalid_session_field") from None
     end_reason = body.get("end_reason")
@@ -169,7 +156,7 @@ async def patch_session(request: Request, ctx: AppContext) -> Response:
         await ctx.db.write(sessions.set_flags, session_id, changes, ctx.now())
     if end_reason:
         await ctx.db.write(sessions.end_session, session_id, end_reason, ctx.now())
-    after = await ctx.db.read(sessions.get_session, session_id, reading_of(ctx.profile))
+    after = await ctx.db.read(sessions.get_session, session_id, ctx.behaviour.reading)
     return _session_body(ctx, after or before)
 
 
@@ -186,10 +173,11 @@ async def list_messages(request: Request, ctx: AppContext) -> Response:
     remembered until state.db changes."""
     session_id = request.path_params["session_id"]
     await ctx.db.ensure_open()
-    page = _page(request, ctx)
+    # The page asked for (a refused parameter is answered after the 404 check, as upstream orders them).
+    page = ctx.behaviour.message_pages(first_query_values(request))
 
     async def build() -> bytes:
-        takes_over = Quirk.FORK_TAKES_OVER_MESSAGES in ctx.quirks
+        takes_over = ctx.behaviour.fork_takes_over_messages
         transcript = await ctx.db.read(messages.resolved_transcript, session_id, takes_over)
         if transcript is None:
             raise session_not_found(session_id)
@@ -207,17 +195,6 @@ async def list_messages(request: Request, ctx: AppContext) -> Response:
         return dumps(document)
 
     return HermesJSONResponse.encoded(await ctx.reads.get(("messages", session_id, page), build))
-
-
-def _page(request: Request, ctx: AppContext) -> Page | BadPagination | None:
-    """The page asked for when the profile pages messages (None: the whole transcript, 0.19.0).
-    A refused parameter is answered after the 404 check, as upstream orders them."""
-    if Addition.MESSAGE_PAGING not in ctx.profile:
-        return None
-    try:
-        return Page.parse(first_query_values(request))
-    except BadPagination as refused:
-        return refused
 
 
 async def fork_session(request: Request, ctx: AppContext) -> Response:
@@ -267,37 +244,49 @@ async def fork_session(request: Request, ctx: AppContext) -> Response:
 def routes() -> list[Route]:
     """The session resource routes and what each method promises."""
     return [
-        Route("sessions", "/api/sessions", {
+        Route(route_ids.SESSIONS, "/api/sessions", {
             "GET": Method(list_sessions, Operation(
                 summary="List sessions, newest activity first", responses={200: "SessionList", **STORE_ERRORS},
                 capability="sessions", features=("session_resources",),
-                query=("limit", "offset", "source", "include_children"))),
+                query=("limit", "offset", "source", "include_children"),
+                effect=Effect.READ | Effect.LIST, documented="sessions_list")),
             "POST": Method(create_session, Operation(
                 summary="Create a session", responses={201: "Session", 409: "Conflict", **BODY_ERRORS, **STORE_ERRORS},
-                capability="session_create", features=("session_resources",), body="CreateSession")),
+                capability="session_create", features=("session_resources",), body="CreateSession",
+                effect=Effect.UNSAFE, documented="session_create")),
         }),
-        Route("session", "/api/sessions/{session_id}", {
+        Route(route_ids.SESSION, "/api/sessions/{session_id}", {
             "GET": Method(get_session, Operation(
                 summary="Get one session by its exact id", responses={200: "Session", **SESSION_ERRORS},
-                capability="session", features=("session_resources",))),
+                capability="session", features=("session_resources",), effect=Effect.READ,
+                documented="session_get")),
             "PATCH": Method(patch_session, Operation(
                 summary="Change the title or close the session",
                 responses={200: "Session", **BODY_ERRORS, **SESSION_ERRORS},
-                capability="session_update", features=("session_resources",), body="PatchSession")),
+                capability="session_update", features=("session_resources",), body="PatchSession",
+                effect=Effect.UNSAFE | Effect.WRITE, documented="session_patch")),
             "DELETE": Method(delete_session, Operation(
                 summary="Delete a session and its messages", responses={200: "SessionDeleted", **SESSION_ERRORS},
-                capability="session_delete", features=("session_resources",))),
+                capability="session_delete", features=("session_resources",), effect=Effect.UNSAFE,
+                documented="session_delete")),
         }),
-        Route("session_messages", "/api/sessions/{session_id}/messages", {
+        Route(route_ids.SESSION_MESSAGES, "/api/sessions/{session_id}/messages", {
             "GET": Method(list_messages, Operation(
                 summary="The active messages of the session's transcript",
                 responses={200: "MessageList", **SESSION_ERRORS},
-                capability="session_messages", features=("session_resources",))),
+                capability="session_messages", features=("session_resources",), effect=Effect.READ,
+                documented="session_messages")),
         }),
-        Route("session_fork", "/api/sessions/{session_id}/fork", {
+        Route(route_ids.SESSION_FORK, "/api/sessions/{session_id}/fork", {
             "POST": Method(fork_session, Operation(
                 summary="Fork a session into a new one with a copy of its messages",
                 responses={201: "Session", 409: "Conflict", **BODY_ERRORS, **SESSION_ERRORS},
-                capability="session_fork", features=("session_fork",), body="ForkSession")),
+                capability="session_fork", features=("session_fork",), body="ForkSession",
+                effect=Effect.UNSAFE | Effect.WRITE | Effect.FORK, documented="session_fork")),
         }),
     ]
+
+
+def family() -> Family:
+    """The session resource routes as a unit of the app, with the OpenAPI components they name."""
+    return Family("sessions", routes(), components=COMPONENTS)

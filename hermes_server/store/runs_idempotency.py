@@ -25,7 +25,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from hermes_server.domain.run_keys import RETENTION_SECONDS, SETTLED
 from hermes_server.store.files import open_side_store
@@ -219,3 +219,52 @@ class RunKeyStore:
                 self._conn = None
         await asyncio.get_running_loop().run_in_executor(self._thread, close)
         self._thread.shutdown(wait=True)
+
+
+class RunKeys(Protocol):
+    """Where a server keeps the Idempotency-Key records of its runs (`RunKeyStore`), or not (`NoRunKeys`)."""
+
+    # Whether the records outlive the process (capabilities' `durable`).
+    durable: bool
+
+    async def lookup(self, scope: str, key: str, fingerprint: str, now: float) -> tuple[str, KeptRun | None]: ...
+
+    async def reserve(self, scope: str, key: str, fingerprint: str, run_id: str, status: dict[str, Any],
+                      owner: Owner, now: float) -> tuple[str, KeptRun]: ...
+
+    async def status_for_run(self, scope: str, run_id: str) -> KeptRun | None: ...
+
+    def update_status(self, run_id: str, status: dict[str, Any], now: float) -> None: ...
+
+    async def reset(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class NoRunKeys:
+    """The key store of a release without durable keys (before 0.21): it keeps nothing, so every
+    key is new, no run is found by its record, and no file is created."""
+
+    durable = False
+
+    async def lookup(self, scope: str, key: str, fingerprint: str, now: float) -> tuple[str, KeptRun | None]:
+        return "missing", None
+
+    async def reserve(self, scope: str, key: str, fingerprint: str, run_id: str, status: dict[str, Any],
+                      owner: Owner, now: float) -> tuple[str, KeptRun]:
+        return "created", KeptRun(run_id, status, owner)
+
+    async def status_for_run(self, scope: str, run_id: str) -> KeptRun | None:
+        return None
+
+    def update_status(self, run_id: str, status: dict[str, Any], now: float) -> None:
+        return None
+
+    async def reset(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+
+NO_RUN_KEYS: RunKeys = NoRunKeys()

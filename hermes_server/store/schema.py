@@ -1,16 +1,16 @@
-"""What a version profile needs of state.db beyond 0.19.0's v22 tables, and what a file has.
+"""What a release needs of state.db beyond 0.19.0's v22 tables, and what a file has.
 
 Upstream adds columns declaratively: on every open its `_reconcile_columns` diffs the
 columns `SCHEMA_SQL` declares against `PRAGMA table_info` and runs `ALTER TABLE … ADD
-COLUMN` for each missing one; `schema_version` only gates data migrations. A profile whose
-behaviour stores into a column 0.19.0 lacks names that column here, under its `Addition`,
-with the declaration of upstream's v30 `SCHEMA_SQL` (`hermes_state_common.py`), so the
+COLUMN` for each missing one; `schema_version` only gates data migrations. A unit of a
+release whose behaviour stores into a column 0.19.0 lacks declares it (`Column`, in the
+unit's module) as upstream's v30 `SCHEMA_SQL` (`hermes_state_common.py`) declares it, so the
 columns hermes-server adds are the ones real Hermes 0.20+ adds (its reconcile then finds
 them present), and real 0.19.0, which names every column it writes, never notices them.
 
-Reads adapt to the file instead of the profile alone: a home written by Hermes 0.20+
+Reads adapt to the file instead of the release alone: a home written by Hermes 0.20+
 (schema v23–v30) has columns and tables 0.19.0 never had, a 0.19.0 home has none of them.
-`Reading` is what the profile asks for; `Shape` is what one file allows; a query uses only
+`Reading` is what the release asks for; `Shape` is what one file allows; a query uses only
 what both say.
 """
 
@@ -20,9 +20,6 @@ import sqlite3
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from functools import cache
-
-from hermes_server.domain.profiles import Addition, Profile
 
 
 @dataclass(frozen=True)
@@ -39,37 +36,6 @@ class Column:
 
     def ddl(self) -> str:
         return f'ALTER TABLE "{self.table}" ADD COLUMN "{self.name}" {self.declaration}'
-
-
-# `archived` is already in v22; the flags' other columns came with v26-v28 (#86797 and the
-# read watermark), declared as in v30's SCHEMA_SQL.
-COLUMNS: dict[Addition, tuple[Column, ...]] = {
-    Addition.SESSION_FLAGS: (
-        Column("sessions", "pinned", "INTEGER NOT NULL DEFAULT 0"),
-        Column("sessions", "hidden", "INTEGER NOT NULL DEFAULT 0"),
-        Column("sessions", "last_read_at", "REAL"),
-    ),
-}
-
-
-@cache
-def needed_columns(profile: Profile) -> tuple[Column, ...]:
-    """Every column the profile's additions store into, in a fixed order."""
-    return tuple(column for addition, columns in COLUMNS.items() if addition in profile for column in columns)
-
-
-# Indexes of hermes-server's own (the `hs_` prefix of migrate.HS_INDEXES) that a profile's reads
-# need. The list back-fills every pinned row past its page: without this partial index each list
-# scanned the whole table for them (10k sessions: 1.5 ms of a 3.6 ms list; 13 µs with it).
-INDEXES: dict[Addition, tuple[str, ...]] = {
-    Addition.SESSION_FLAGS: ("CREATE INDEX IF NOT EXISTS hs_sessions_pinned ON sessions(pinned) WHERE pinned != 0",),
-}
-
-
-@cache
-def needed_indexes(profile: Profile) -> tuple[str, ...]:
-    """The statements creating the indexes the profile's reads need (after its columns exist)."""
-    return tuple(sql for addition, statements in INDEXES.items() if addition in profile for sql in statements)
 
 
 def _columns_of(conn: sqlite3.Connection, table: str) -> set[str]:
@@ -142,7 +108,7 @@ def shape(conn: sqlite3.Connection) -> Shape:
 
 @dataclass(frozen=True)
 class Reading:
-    """Which of the newer columns a profile's reads use, where the file has them."""
+    """Which of the newer columns a release's reads use, where the file has them."""
 
     prompt_store: bool = False
     activity_clock: bool = False
@@ -152,6 +118,12 @@ class Reading:
     def plain(self) -> bool:
         """Nothing newer is asked for: 0.19.0's queries, untouched."""
         return not (self.prompt_store or self.activity_clock or self.flags)
+
+    def __or__(self, other: Reading) -> Reading:
+        """Everything either reading asks for (a release's units each name what their reads use)."""
+        return Reading(prompt_store=self.prompt_store or other.prompt_store,
+                       activity_clock=self.activity_clock or other.activity_clock,
+                       flags=self.flags or other.flags)
 
     def on(self, conn: sqlite3.Connection) -> Reading:
         """This reading narrowed to what the file `conn` reads has (itself when nothing is asked)."""
@@ -164,11 +136,3 @@ class Reading:
 
 
 PLAIN = Reading()
-
-
-@cache
-def reading_of(profile: Profile) -> Reading:
-    """The reading a profile asks for (PLAIN for 0.19.0)."""
-    return Reading(prompt_store=Addition.PROMPT_STORE in profile,
-                   activity_clock=Addition.ACTIVITY_CLOCK in profile,
-                   flags=Addition.SESSION_FLAGS in profile)

@@ -3,8 +3,10 @@
 Each rule is a pure function over the journal's entries (oldest first) that yields
 findings: the rule id, its severity, the journal seqs that show it, the session it is
 about, and what the connector should have done instead, in the terms of the failure
-tables in docs/testing-connectors.md. Rules only look at what the journal recorded, so
-the whole audit is one pass or two over at most `JOURNAL_LIMIT` entries.
+tables in docs/testing-connectors.md. Rules only look at what the journal recorded and
+at what each served operation says it does (its `Effect`: a read, an unsafe call, a write
+to the session its path names, a turn on it, a fork), so a new route is classified by its
+own declaration, and the whole audit is one pass or two over at most `JOURNAL_LIMIT` entries.
 """
 
 from __future__ import annotations
@@ -12,31 +14,23 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
+from hermes_server.domain import route_ids
+from hermes_server.http.routing import Effect
 from hermes_server.testing.journal import Entry
 
 ERROR, WARNING = "error", "warning"
 
-# The calls whose effect a client cannot undo by asking again: create, patch, delete, fork,
-# chat, chat stream, runs, responses, chat completions.
-UNSAFE = frozenset({
-    ("sessions", "POST"), ("session", "PATCH"), ("session", "DELETE"), ("session_fork", "POST"),
-    ("session_chat", "POST"), ("session_chat_stream", "POST"), ("runs", "POST"), ("responses", "POST"),
-    ("chat_completions", "POST"),
-})
-# The reads that show a connector what a call it was unsure of did: get, messages, list.
-READS = frozenset({("session", "GET"), ("session_messages", "GET"), ("sessions", "GET")})
-LIST = ("sessions", "GET")
-# The writes that must follow a rotation to the id the answer named.
-SESSION_WRITES = frozenset({
-    ("session_chat", "POST"), ("session_chat_stream", "POST"), ("session_fork", "POST"), ("session", "PATCH"),
-})
-CHATS = frozenset({("session_chat", "POST"), ("session_chat_stream", "POST")})
+# What each served (route, method) does (testing/faults.py `ServedRoutes.effects`).
+Effects = Mapping[tuple[str, str], Effect]
+# Closing a session (with `end_reason`) and deleting it.
+PATCH_SESSION = (route_ids.SESSION, "PATCH")
+DELETE_SESSION = (route_ids.SESSION, "DELETE")
 # Body fields that carry a session id.
 ID_FIELDS = ("id", "session_id")
 _CONTROL = re.compile(r"[\r\n\x00]")
@@ -63,10 +57,11 @@ class Finding:
 class Call:
     """One journal entry with what the rules ask of it worked out once (op, path id, query, body)."""
 
-    def __init__(self, index: int, entry: Entry) -> None:
+    def __init__(self, index: int, entry: Entry, effects: Effects) -> None:
         self.index = index
         self.entry = entry
         self.op = (entry.route, entry.method)
+        self.effect = effects.get((entry.route or "", entry.method), Effect.NONE)
         self.path_id = _path_id(entry)
         self.query = dict(parse_qsl(entry.query))
         # What makes two deliveries "the same call": method, target and body.
@@ -82,11 +77,11 @@ class Traffic:
     """The journal's calls, with indexes so that each rule's "the next such call after this one"
     is a lookup, not a scan: the audit of a full journal stays linear."""
 
-    def __init__(self, entries: Sequence[Entry]) -> None:
+    def __init__(self, entries: Sequence[Entry], effects: Effects) -> None:
         # In the order the connector sent them: a journal seq is given when a request finishes, so a
         # chat sent before a delete that overtook it would otherwise read as a chat after the delete.
         ordered = sorted(entries, key=lambda entry: (entry.time, entry.seq))
-        self.calls = [Call(index, entry) for index, entry in enumerate(ordered)]
+        self.calls = [Call(index, entry, effects) for index, entry in enumerate(ordered)]
         self.same: dict[tuple[Any, ...], list[int]] = defaultdict(list)
         self.reads: dict[str, list[int]] = defaultdict(list)
         self.lists: list[int] = []
@@ -94,8 +89,8 @@ class Traffic:
         for call in self.calls:
             self.same[call.key].append(call.index)
             self.by_path_id[(call.path_id, call.entry.method)].append(call.index)
-            if call.op in READS and call.entry.status is not None:
-                if call.op == LIST:
+            if Effect.READ in call.effect and call.entry.status is not None:
+                if Effect.LIST in call.effect:
                     self.lists.append(call.index)
                 for session_id in call.entry.session_ids:
                     self.reads[session_id].append(call.index)
@@ -144,7 +139,7 @@ def _path_id(entry: Entry) -> str | None:
 def unsafe_replay(traffic: Traffic) -> Iterator[Finding]:
     for call in traffic.calls:
         first = call.entry
-        if call.op not in UNSAFE or not uncertain(first) or first.idempotency_key:
+        if Effect.UNSAFE not in call.effect or not uncertain(first) or first.idempotency_key:
             continue
         again = traffic.next_same(call)
         if again is None or traffic.first_read(call, first.session_ids, not first.session_ids) < again.index:
@@ -160,9 +155,9 @@ def unsafe_replay(traffic: Traffic) -> Iterator[Finding]:
 def stale_session_id(traffic: Traffic) -> Iterator[Finding]:
     for call in traffic.calls:
         old, new = call.path_id, call.entry.answered_session_id
-        if call.op not in CHATS or old is None or new is None or new == old:
+        if Effect.TURN not in call.effect or old is None or new is None or new == old:
             continue
-        later = next((c for c in traffic.next_on(call, old, "POST", "PATCH") if c.op in SESSION_WRITES), None)
+        later = next((c for c in traffic.next_on(call, old, "POST", "PATCH") if Effect.WRITE in c.effect), None)
         if later is not None:
             yield Finding("stale-session-id", ERROR,
                           f"the answer to request {call.entry.seq} named session {new!r} (compression rotated "
@@ -175,7 +170,7 @@ def stale_session_id(traffic: Traffic) -> Iterator[Finding]:
 def fork_retry_without_inspection(traffic: Traffic) -> Iterator[Finding]:
     for call in traffic.calls:
         fork = call.entry
-        if call.op != ("session_fork", "POST") or not (uncertain(fork) or (fork.status or 0) >= 400):
+        if Effect.FORK not in call.effect or not (uncertain(fork) or (fork.status or 0) >= 400):
             continue
         source, child = call.path_id, call.body.get("id")
         again = next((c for c in traffic.next_on(call, source, "POST") if c.op == call.op), None)
@@ -286,13 +281,13 @@ def page_past_end(traffic: Traffic) -> Iterator[Finding]:
 
 def chat_after_close(traffic: Traffic) -> Iterator[Finding]:
     for call in traffic.calls:
-        closed = call.op == ("session", "PATCH") and call.body.get("end_reason") is not None
-        if not (closed or call.op == ("session", "DELETE")) or call.entry.status != 200:
+        closed = call.op == PATCH_SESSION and call.body.get("end_reason") is not None
+        if not (closed or call.op == DELETE_SESSION) or call.entry.status != 200:
             continue
         target = call.path_id
         later = next((c for c in traffic.next_on(call, target, "POST", "PATCH")
-                      if c.op in CHATS or c.op == ("session", "PATCH")), None)
-        if later is None or later.op not in CHATS:
+                      if Effect.TURN in c.effect or c.op == PATCH_SESSION), None)
+        if later is None or Effect.TURN not in later.effect:
             continue  # never chatted on, or reopened / changed again on purpose first
         done = "closed" if closed else "deleted"
         yield Finding("chat-after-close", WARNING,
@@ -337,15 +332,16 @@ RULES: dict[str, Rule] = {
 }
 
 
-def audit(entries: Iterable[Entry]) -> list[Finding]:
-    """Every rule's findings over `entries` (oldest first), ordered by the first request each names."""
-    traffic = Traffic(list(entries))
+def audit(entries: Iterable[Entry], effects: Effects) -> list[Finding]:
+    """Every rule's findings over `entries` (oldest first), ordered by the first request each names;
+    `effects` says what each served (route, method) does."""
+    traffic = Traffic(list(entries), effects)
     findings = [finding for rule in RULES.values() for finding in rule(traffic)]
     return sorted(findings, key=lambda f: (f.requests, f.rule))
 
 
-def report(entries: Iterable[Entry]) -> dict[str, Any]:
+def report(entries: Iterable[Entry], effects: Effects) -> dict[str, Any]:
     """The `GET /_fixture/audit` answer."""
     recorded = list(entries)
     return {"object": "hermes_server.audit", "checked": len(recorded),
-            "findings": [finding.as_json() for finding in audit(recorded)]}
+            "findings": [finding.as_json() for finding in audit(recorded, effects)]}

@@ -18,6 +18,7 @@ from hermes_server.chat.hooks import Hooks
 from hermes_server.families import Family, FixtureParts
 from hermes_server.http.errors import ErrorMap
 from hermes_server.http.routing import Route
+from hermes_server.openapi.control_schemas import COMPONENTS as CONTROL_COMPONENTS
 from hermes_server.state import StateRegistry
 from hermes_server.store.db import Database
 from hermes_server.testing.fault_layer import FaultHooks, FaultLayer
@@ -40,13 +41,17 @@ class Control:
     """Installed faults, storage gates, the request journal and the start fixture of one server,
     and the served dialects' units (seeds reach their stores, their control routes are added)."""
 
-    def __init__(self, route_names: list[str], start_fixture: StartFixture | None,
+    def __init__(self, routes: list[Route], start_fixture: StartFixture | None,
                  families: tuple[Family, ...] = (), parts: FixtureParts | None = None, *,
                  gates: StorageGates | None = None) -> None:
-        self.faults = FaultRegistry(route_names)
+        self.faults = FaultRegistry(routes)
+        # What the served routes are, as faults, the journal and the audit name them.
+        self.served = self.faults.served
         # The gates app.py's database factory gave each database (none yet: a control alone).
         self.gates = gates if gates is not None else StorageGates()
-        self.journal = Journal()
+        self.journal = Journal(operations=self.served.operations)
+        # The OpenAPI components the control routes name.
+        self.components = CONTROL_COMPONENTS
         self.start_fixture = start_fixture
         self.families = families
         self.parts = parts or FixtureParts()

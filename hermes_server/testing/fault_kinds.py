@@ -1,11 +1,12 @@
 """The fault kinds of `/_fixture/faults`, one class each, and their registry (`KINDS`).
 
 A kind says which keys of a fault document it takes (`keys`), checks and reads
-them (`parse`), where it may act (`hook_routes`: None for the kinds that act
-around any handler, else the routes whose use case asks for it through
-chat/hooks.py), and, for the kinds that act around the handler, what it does
-there (`act`). testing/faults.py parses a document with them; the fault layer
-calls `act`; the hooks ask the registry for a kind by name.
+them (`parse`), where it may act (`around` any route's handler, or inside the use
+cases that ask for it through chat/hooks.py: then it `reaches` the served operations
+that say, by their effect or their streaming, that they get there), and, for the kinds
+that act around the handler, what it does there (`act`). testing/faults.py parses a
+document with them; the fault layer calls `act`; the hooks ask the registry for a kind
+by name.
 """
 
 from __future__ import annotations
@@ -17,13 +18,13 @@ from typing import Any, ClassVar, Protocol
 from starlette.responses import Response
 
 from hermes_server.http.errors import ErrorMap, InjectedStatus
+from hermes_server.http.routing import Effect, Operation
 from hermes_server.testing.storage_gate import StorageGate, refuse_request_writes
 from hermes_server.testing.transport import ConnectionReset
 from hermes_server.testing.validate import Checker, child
 
 FORK_STEPS = 4
 MAX_MILLISECONDS = 600_000
-CHAT_ROUTES = ("session_chat", "session_chat_stream")
 STATUS_KEYS = ("status", "message", "code", "type", "param", "headers", "retry_after")
 # The statuses that tell a client when to come back, as the run cap's 429 does.
 RETRY_STATUSES = (429, 503)
@@ -101,8 +102,12 @@ class FaultKind:
     name: ClassVar[str]
     # The kind's own keys of a fault document (besides the common ones).
     keys: ClassVar[tuple[str, ...]] = ()
-    # The routes a use-case hook acts on for this kind; None: it acts around any route's handler.
-    hook_routes: ClassVar[tuple[str, ...] | None] = None
+    # True: it acts around any route's handler; False: inside a use case, on the routes it `reaches`.
+    around: ClassVar[bool] = True
+
+    def reaches(self, op: Operation) -> bool:
+        """Whether the use case behind `op` asks for this kind (only for a kind not acting `around`)."""
+        return False
 
     def parse(self, check: Checker, spec: Mapping[str, Any], path: str) -> dict[str, Any]:
         """The kind's params from a checked document (problems go to `check`)."""
@@ -185,12 +190,20 @@ class StorageFailure(FaultKind):
         return None
 
 
-class ForkInterrupted(FaultKind):
+class ForkFault(FaultKind):
+    """A kind acting between the stored steps of a fork."""
+
+    around = False
+
+    def reaches(self, op: Operation) -> bool:
+        return Effect.FORK in op.effect
+
+
+class ForkInterrupted(ForkFault):
     """Stop a fork after its write number `after_step`: a dropped connection, or the given status."""
 
     name = "fork_interrupted"
     keys = ("after_step", *STATUS_KEYS)
-    hook_routes = ("session_fork",)
 
     def parse(self, check: Checker, spec: Mapping[str, Any], path: str) -> dict[str, Any]:
         if "after_step" not in spec:
@@ -199,12 +212,11 @@ class ForkInterrupted(FaultKind):
         return {**params, **_status_params(check, spec, path, None)}
 
 
-class ForkPaused(FaultKind):
+class ForkPaused(ForkFault):
     """Wait `latency_ms` after a fork's write number `after_step` (a delete can land there)."""
 
     name = "fork_paused"
     keys = ("after_step", "latency_ms")
-    hook_routes = ("session_fork",)
 
     def parse(self, check: Checker, spec: Mapping[str, Any], path: str) -> dict[str, Any]:
         params: dict[str, Any] = {}
@@ -215,18 +227,25 @@ class ForkPaused(FaultKind):
         return params
 
 
-class HistoryLoadFailure(FaultKind):
+class TurnFault(FaultKind):
+    """A kind acting inside the chat turn on the session its path names."""
+
+    around = False
+
+    def reaches(self, op: Operation) -> bool:
+        return Effect.TURN in op.effect
+
+
+class HistoryLoadFailure(TurnFault):
     """The chat turn cannot load its history."""
 
     name = "history_load_failure"
-    hook_routes = CHAT_ROUTES
 
 
-class PersistenceFailure(FaultKind):
+class PersistenceFailure(TurnFault):
     """The chat turn answers but does not store its messages."""
 
     name = "persistence_failure"
-    hook_routes = CHAT_ROUTES
 
 
 class StreamCut(FaultKind):
@@ -234,7 +253,10 @@ class StreamCut(FaultKind):
 
     name = "stream_cut"
     keys = ("after_events",)
-    hook_routes = ("session_chat_stream", "run_events", "responses")
+    around = False
+
+    def reaches(self, op: Operation) -> bool:
+        return op.streams
 
     def parse(self, check: Checker, spec: Mapping[str, Any], path: str) -> dict[str, Any]:
         return {"after_events": _required(check, spec, path, "after_events", 0)}

@@ -5,11 +5,14 @@ that answers without persisting, a stream that ends without `done`. Real
 Hermes does these only by accident; `PUT /_fixture/faults` makes hermes-server
 do them on purpose (only with `serve --fixture-api`).
 
-A fault matches by route (a route name such as `session_fork`, one of the nine
+A fault matches by route (a route name such as `session_fork`, one of the
 operation names of the Hermes documentation such as `session_create`, or `*` for every
 session route), optionally by method and by the path's session id, and fires
 once, N times, always, or with a probability drawn from its own seeded
-generator (so a run is repeatable). Where it acts:
+generator (so a run is repeatable). Which routes these are is read off the served route
+table (`ServedRoutes`): the documented names are those its operations carry, the session
+routes are those under `/api/sessions`, and a kind acting inside a use case reaches the
+routes whose operations say they get there (`FaultKind.reaches`). Where a fault acts:
 
 - around the handler (`before`/`after` it; testing/fault_layer.py wraps every
   handler once when the app is composed): `status`, `latency`,
@@ -21,8 +24,8 @@ generator (so a run is repeatable). Where it acts:
 - at the test-control hooks inside use cases (chat/hooks.py): `fork_interrupted`
   and `fork_paused` (after step k of fork's four writes: stop there, or wait there,
   so that a delete can land inside the fork), `history_load_failure` and
-  `persistence_failure` (the chat turn), `stream_cut` (the session chat stream, a run's
-  events, a streamed response).
+  `persistence_failure` (the chat turn), `stream_cut` (every route that streams: the
+  session chat stream, a run's events, a streamed response or chat completion).
 
 This module holds the faults and their registry; each kind is one class
 (testing/fault_kinds.py), and the layer that makes them act is testing/fault_layer.py.
@@ -40,24 +43,13 @@ from typing import Any
 
 from hermes_server.domain.errors import DocumentError, Problem
 from hermes_server.http.errors import InjectedStatus
+from hermes_server.http.routing import Effect, Route
 from hermes_server.testing.fault_kinds import KINDS, STATUS_KEYS, FaultKind
 from hermes_server.testing.validate import Checker, child, describe
 
-# The nine operation names of the Hermes session API documentation, each one method of one route.
-OPERATIONS: dict[str, tuple[str, str]] = {
-    "sessions_list": ("sessions", "GET"),
-    "session_create": ("sessions", "POST"),
-    "session_get": ("session", "GET"),
-    "session_patch": ("session", "PATCH"),
-    "session_delete": ("session", "DELETE"),
-    "session_messages": ("session_messages", "GET"),
-    "session_fork": ("session_fork", "POST"),
-    "session_chat": ("session_chat", "POST"),
-    "session_chat_stream": ("session_chat_stream", "POST"),
-}
-# What `*` means for a kind that acts around handlers: the routes of the nine operations
-# (health and discovery only when named).
-SESSION_ROUTES = frozenset(route for route, _ in OPERATIONS.values())
+# Where the session routes are: what `*` means for a kind that acts around handlers (health,
+# discovery and the other families only when named).
+SESSION_PATH = "/api/sessions"
 COMMON_KEYS = ("id", "description", "kind", "route", "method", "session_id", "times", "probability", "seed")
 
 
@@ -125,11 +117,30 @@ class Fault:
         return {**self.spec, "fired": self.fired, "remaining": remaining}
 
 
+class ServedRoutes:
+    """What faults (and the journal's filters) may name, read off the served route table: each route
+    name, the documented operation names (`Operation.documented`, each one method of one route), the
+    session routes `*` stands for, and the routes each use-case kind reaches, in table order."""
+
+    def __init__(self, routes: Iterable[Route]) -> None:
+        served = [(route, method.upper(), entry.operation) for route in routes for method, entry in route.methods.items()]
+        self.names = tuple(dict.fromkeys(route.name for route, _, _ in served))
+        self.operations: dict[str, tuple[str, str]] = {
+            op.documented: (route.name, method) for route, method, op in served if op.documented}
+        self.sessions = frozenset(route.name for route, _, _ in served
+                                  if route.template == SESSION_PATH or route.template.startswith(SESSION_PATH + "/"))
+        # What each (route, method) does, as the audit's rules read it.
+        self.effects: dict[tuple[str, str], Effect] = {(route.name, method): op.effect for route, method, op in served}
+        self.reached: dict[str, tuple[str, ...]] = {
+            kind.name: tuple(dict.fromkeys(route.name for route, _, op in served if kind.reaches(op)))
+            for kind in KINDS.values() if not kind.around}
+
+
 class FaultRegistry:
     """The installed faults of one server, in installation order."""
 
-    def __init__(self, route_names: Iterable[str]) -> None:
-        self.route_names = frozenset(route_names)
+    def __init__(self, routes: Iterable[Route]) -> None:
+        self.served = ServedRoutes(routes)
         self.faults: list[Fault] = []
 
     # -- installing --------------------------------------------------------
@@ -143,21 +154,23 @@ class FaultRegistry:
             check.fail(child(path, "method"), f"must be an HTTP method such as POST, got {method!r}")
             method = None
         method = method.upper() if method else None
+        served = self.served
+        reached = None if kind.around else served.reached[kind.name]
         if route == "*":
-            routes = SESSION_ROUTES & self.route_names if kind.hook_routes is None else frozenset(kind.hook_routes)
-        elif isinstance(route, str) and route in OPERATIONS:
-            name, op_method = OPERATIONS[route]
+            routes = served.sessions if reached is None else frozenset(reached)
+        elif isinstance(route, str) and route in served.operations:
+            name, op_method = served.operations[route]
             if method not in (None, op_method):
                 check.fail(child(path, "method"), f"operation {route!r} is always {op_method}")
             routes, method = frozenset({name}), op_method
-        elif isinstance(route, str) and route in self.route_names:
+        elif isinstance(route, str) and route in served.names:
             routes = frozenset({route})
         else:
-            known = sorted(set(OPERATIONS) | self.route_names)
+            known = sorted(set(served.operations) | set(served.names))
             check.fail(where, f"unknown route {route!r}; use * or one of {', '.join(known)}")
             return frozenset(), method
-        if kind.hook_routes is not None and not routes <= set(kind.hook_routes):
-            check.fail(where, f"a {kind.name} fault acts only on {', '.join(kind.hook_routes)}")
+        if reached is not None and not routes <= set(reached):
+            check.fail(where, f"a {kind.name} fault acts only on {', '.join(reached)}")
         return routes, method
 
     def _times(self, check: Checker, spec: Mapping[str, Any], path: str) -> int | None:
@@ -241,7 +254,7 @@ class FaultRegistry:
         counted as fired.
         """
         for fault in self.faults:
-            if fault.kind.hook_routes is None and fault.when == when and fault.matches(ctx) and fault.fire(ctx):
+            if fault.kind.around and fault.when == when and fault.matches(ctx) and fault.fire(ctx):
                 yield fault
 
     def decide(self, ctx: RequestContext, kind: str, **where: Any) -> Fault | None:

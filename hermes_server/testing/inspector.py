@@ -24,7 +24,7 @@ from starlette.responses import Response
 from hermes_server.http.errors import ApiError
 from hermes_server.http.responses import ExactResponse, HermesJSONResponse
 from hermes_server.http.routing import Endpoint, Method, Operation, Route
-from hermes_server.openapi.schemas import AUTH_ERRORS, STORE_ERRORS
+from hermes_server.openapi.common import AUTH_ERRORS, STORE_ERRORS
 from hermes_server.store import lineage, messages
 from hermes_server.store.db import fetch_dicts
 

@@ -18,9 +18,10 @@ from hermes_server.families import FixtureParts
 from hermes_server.http.body import read_json_object
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Endpoint, Method, Operation, Route
-from hermes_server.openapi.schemas import AUTH_ERRORS, BODY_ERRORS, JOURNAL_FILTERS
+from hermes_server.openapi.common import AUTH_ERRORS, BODY_ERRORS
+from hermes_server.openapi.control_schemas import JOURNAL_FILTERS
 from hermes_server.testing.audit import report
-from hermes_server.testing.faults import FaultRegistry
+from hermes_server.testing.faults import FaultRegistry, ServedRoutes
 from hermes_server.testing.journal import Journal
 from hermes_server.testing.load import LoadResult, StartFixture, load_document
 from hermes_server.testing.validate import Checker
@@ -33,6 +34,7 @@ class ControlState(Protocol):
     """What the control routes act on (testing/control.py's `Control`)."""
 
     faults: FaultRegistry
+    served: ServedRoutes
     journal: Journal
     start_fixture: StartFixture | None
     # The fixture parts of the served dialects (a seed reaches their stores too).
@@ -111,7 +113,7 @@ class ControlRoutes:
 
     async def audit(self, request: Request, ctx: AppContext) -> Response:
         """GET the audit: every rule (testing/audit.py) over the journal since it was last emptied."""
-        return HermesJSONResponse(report(self.control.journal.entries))
+        return HermesJSONResponse(report(self.control.journal.entries, self.control.served.effects))
 
     async def clock(self, request: Request, ctx: AppContext) -> Response:
         """GET reads, POST sets {"now", "advance", "step"}; setting makes the clock manual."""

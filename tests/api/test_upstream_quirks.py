@@ -14,13 +14,17 @@ from pathlib import Path
 import pytest
 
 from hermes_server.api.deviations import SWAPS, CrashingInput, LongCreateTitle
-from hermes_server.api.errors import build_errors, invalid_field
+from hermes_server.api.errors import invalid_field
+from hermes_server.app import build_errors
+from hermes_server.config import Settings
+from hermes_server.context import Behaviour
 from hermes_server.domain.errors import AgentFailed, StorageFault
 from hermes_server.domain.jobs import JobInputError
 from hermes_server.domain.openai_messages import MessagesError
 from hermes_server.domain.quirks import Quirk, Quirks
 from hermes_server.domain.titles import TitleTooLong
 from hermes_server.http.errors import ChunkedBodyTooLarge, UndecodableBearer
+from hermes_server.units import QUIRK_UNITS
 from tests.support.http import create_session, raw_request
 from tests.support.server import RunningServer, start_server, start_with_script
 
@@ -136,13 +140,19 @@ def test_messages_errors_crash_only_where_upstream_does() -> None:
     assert errors.render(CrashingInput(TitleTooLong("x"))).status_code == 500
 
 
-def test_every_switch_is_consulted_in_one_place() -> None:
-    """Each quirk is an answer (a row of api/deviations.py's SWAPS), a behaviour asked `Quirk.X in quirks`
-    in one module besides quirks.py and deviations.py (its single decision point), or both (D6)."""
-    code = {path: path.read_text() for path in SOURCE.rglob("*.py") if path.name not in ("quirks.py", "deviations.py")}
+def test_every_switch_is_one_unit_and_nothing_else_asks() -> None:
+    """Each quirk is one unit (hermes_server/units/): an answer (the rows of api/deviations.py's SWAPS
+    it swaps in), a behaviour (the strategy it sets), or both (D6). No other code names a quirk, so
+    none asks whether one is on."""
+    assert set(QUIRK_UNITS) == set(Quirk)
     swapped = {swap.quirk for swap in SWAPS}
-    for quirk in Quirk:
-        users = [path.name for path, text in code.items() if f"Quirk.{quirk.name} in " in text]
-        assert len(users) <= 1 and (users or quirk in swapped), (quirk, users)
+    for quirk, unit in QUIRK_UNITS.items():
+        rows = unit.errors(build_errors(Quirks()))
+        changes = unit.behaviour(Behaviour(), Settings(home=Path("unused"))) != Behaviour()
+        assert (quirk in swapped) == bool(rows) and (rows or changes), quirk
+    outside = [path.relative_to(SOURCE).as_posix() for path in SOURCE.rglob("*.py")
+               if "Quirk." in path.read_text() and path.parent.name != "units"
+               and path.name not in ("quirks.py", "deviations.py")]
+    assert outside == []
     assert Quirks.upstream(True) == Quirks(frozenset(Quirk))
     assert Quirks.upstream(False) == Quirks()

@@ -24,13 +24,13 @@ from dataclasses import dataclass
 import pytest
 
 from hermes_server.app import build_routes
-from hermes_server.domain.profiles import DEFAULT_VERSION, HERMES_0_21, PROFILES
+from hermes_server.domain.profiles import DEFAULT_VERSION, PROFILES
 from hermes_server.hermrun.fixture import control_routes as herm_run_control_routes
 from hermes_server.hermrun.routes import build_routes as herm_run_routes
-from hermes_server.routes import unserved
 from hermes_server.testing.control import Control
 from hermes_server.testing.inspector import build_inspector_routes
 from hermes_server.testing.routes import build_fixture_routes
+from hermes_server.units import unserved_0_21
 from tests.hermrun.support import store_at
 from tests.support.db import integrity, lineage_problems
 from tests.support.server import KEY, RunningServer, log_trouble, start_server
@@ -151,7 +151,7 @@ def send(port: int, method: str, target: str, headers: list[bytes], body: bytes 
 
 _PARAMETER = re.compile(r"\{[^}]+\}")
 # The names of 0.21.2's routes answered 501 by design.
-UNSERVED_ROUTES = {r.name for r in unserved.browser_routes(HERMES_0_21) + unserved.room_routes(HERMES_0_21)}
+UNSERVED_ROUTES = {r.name for r in unserved_0_21.UNIT.routes()}
 
 
 def requests_for(template: str, methods: list[str],
@@ -177,7 +177,7 @@ def requests_for(template: str, methods: list[str],
 def _feature_off(route: str, answer: Answer) -> bool:
     """0.19.0's constant answer of a feature a standalone API server lacks (no platform adapter
     connected): a documented 503 envelope, not a failure of the server. Likewise 0.21.2's routes
-    hermes-server does not serve: their documented 501 (routes/unserved.py, docs/differences.md)."""
+    hermes-server does not serve: their documented 501 (units/unserved_0_21.py, docs/differences.md)."""
     if route == "platform_events" and answer.status == 503:
         return bool(json.loads(answer.body)["error"]["code"] == "platform_unavailable")
     return (route in UNSERVED_ROUTES and answer.status == 501

@@ -98,17 +98,20 @@ ALLOWED: dict[str, set[str]] = {
     "openapi": _CORE | {"http"},
     # The Hermes product: route families (and `api/`, their contracts and error tables).
     "api": _CORE | {"agents", "chat", "context", "http", "openapi", "store"},
-    "routes": _CORE | {"agents", "api", "chat", "context", "http", "openapi", "store"},
+    "routes": _CORE | {"agents", "api", "chat", "context", "families", "http", "openapi", "store"},
+    # A release's units (and the deviations'): each supplies routes, OpenAPI, error rows, columns and the
+    # strategies handlers are given, so it stands above the route families it builds on.
+    "units": _CORE | {"agents", "api", "chat", "context", "http", "openapi", "routes", "store"},
     # The unit a dialect declares (`cli.options` for the type of its option rows only).
     "families": _CORE | {"cli.options", "http", "state", "store"},
     # A dialect (another product's API) shares the edge, the writer machinery, the rules and
     # the chat use cases; never Hermes's routes, test control or the composition root.
-    "hermrun": _CORE | {"chat", "families", "http", "state", "store.db"},
+    "hermrun": _CORE | {"chat", "families", "http", "openapi.build", "state", "store.db"},
     # The registry of known dialects reads each one's declaration only.
     "dialects": {"families", "hermrun.dialect"},
     "testing": _CORE | {"agents", "chat", "context", "families", "http", "openapi", "state", "store"},
     "app": _CORE | {"agents", "api", "chat", "context", "dialects", "families", "http", "openapi", "routes",
-                    "state", "store", "testing"},
+                    "state", "store", "testing", "units"},
     # The contract corpus is a client: stdlib, and the release list of domain/profiles.py.
     "contract": {"", "domain"},
     "cli": _CORE | {"agents", "app", "contract", "dialects", "families", "http", "store", "testing"},
@@ -165,7 +168,7 @@ def test_the_graph_sees_every_kind_of_import() -> None:
     edges = graph()
     assert f"{ROOT}.testing.control" in edges[f"{ROOT}.app"]  # imported inside a method
     assert f"{ROOT}.http.routing" in edges[f"{ROOT}.context"]  # imported under TYPE_CHECKING
-    assert f"{ROOT}.routes.sessions" in edges[f"{ROOT}.app"]  # `from hermes_server.routes import sessions`
+    assert f"{ROOT}.routes.sessions" in edges[f"{ROOT}.routes"]  # `from hermes_server.routes import sessions`
 
 
 def test_every_top_level_module_has_a_rule() -> None:
@@ -190,6 +193,9 @@ def test_every_top_level_module_has_a_rule() -> None:
     ({"hermes_server.hermrun.a": {"hermes_server.store.sessions"}}, "hermrun/ may import only"),
     ({"hermes_server.hermrun.a": {"hermes_server.cli.options"}}, "hermrun/ may import only"),
     ({"hermes_server.routes.a": {"hermes_server.hermrun.store"}}, "routes/ may import only"),
+    ({"hermes_server.routes.a": {"hermes_server.units.run_steer"}}, "routes/ may import only"),
+    ({"hermes_server.units.a": {"hermes_server.testing.faults"}}, "units/ may import only"),
+    ({"hermes_server.chat.a": {"hermes_server.units.unit"}}, "chat/ may import only"),
     ({"hermes_server.app": {"hermes_server.hermrun.store"}}, "app/ may import only"),
     ({"hermes_server.testing.load": {"hermes_server.hermrun.fixture"}}, "testing/ may import only"),
     ({"hermes_server.dialects": {"hermes_server.hermrun.store"}}, "dialects/ may import only"),

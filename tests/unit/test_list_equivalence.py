@@ -19,11 +19,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hermes_server.domain.params import ListQuery
-from hermes_server.domain.profiles import HERMES_0_20
 from hermes_server.store import db as store_db
 from hermes_server.store import listing, migrate
 from hermes_server.store.listing import fast_page_ids, reference_page_ids
-from hermes_server.store.schema import PLAIN, Reading, needed_columns
+from hermes_server.store.schema import PLAIN, Reading
+from hermes_server.units.session_flags import COLUMNS
 
 pytestmark = pytest.mark.slow
 
@@ -65,7 +65,7 @@ def fresh_db(path: Path, reading: Reading = PLAIN) -> sqlite3.Connection:
     """A v22 state.db made by our own migrations (with the hs_* indexes the fast path uses); with
     the flags reading, as the 0.20.4 profile makes it (its flag columns added)."""
     conn = store_db.connect(path)
-    preparer = migrate.Preparer(needed_columns(HERMES_0_20)) if reading.flags else migrate.prepare
+    preparer = migrate.Preparer(COLUMNS) if reading.flags else migrate.prepare
     preparer(conn, path)
     return conn
 

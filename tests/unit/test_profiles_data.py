@@ -25,8 +25,8 @@ def test_newer_features_follow_the_0_21_2_probe() -> None:
 
 
 def test_the_default_profile_adds_nothing() -> None:
-    assert HERMES_0_19.additions == frozenset() and list(PROFILES) == ["0.19.0", "0.20.4", "0.21.2"]
-    assert all(Addition.GATEWAY_AUTH in PROFILES[v] for v in ("0.20.4", "0.21.2"))
+    assert HERMES_0_19.units == () and list(PROFILES) == ["0.19.0", "0.20.4", "0.21.2"]
+    assert all(Addition.GATEWAY_AUTH in PROFILES[v].units for v in ("0.20.4", "0.21.2"))
 
 
 def test_inventory_lists_the_agent_model_when_it_differs() -> None:

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from hermes_server.app import Release
 from hermes_server.domain.errors import SchemaMismatch
 from hermes_server.domain.profiles import HERMES_0_19, HERMES_0_20, HERMES_0_21
 from hermes_server.domain.projection import session_projection
 from hermes_server.domain.session_flags import NotABoolean, flag_changes, has_more
 from hermes_server.store.migrate import Preparer, check_existing, prepare
-from hermes_server.store.schema import Reading, missing_columns, needed_columns, reading_of, shape
+from hermes_server.store.schema import Reading, missing_columns, shape
 
 
 def test_flag_changes_take_booleans_only_and_name_the_first_refused() -> None:
@@ -35,11 +36,11 @@ def test_projected_flags_and_has_more() -> None:
 
 
 def test_profiles_need_columns_and_readings_as_data() -> None:
-    assert needed_columns(HERMES_0_19) == () and reading_of(HERMES_0_19).plain
-    labels = [column.label for column in needed_columns(HERMES_0_20)]
+    assert Release.of(HERMES_0_19).columns == () and Release.of(HERMES_0_19).reading.plain
+    labels = [column.label for column in Release.of(HERMES_0_20).columns]
     assert labels == ["sessions.pinned", "sessions.hidden", "sessions.last_read_at"]
-    assert needed_columns(HERMES_0_21) == needed_columns(HERMES_0_20)
-    assert reading_of(HERMES_0_20) == Reading(prompt_store=True, activity_clock=True, flags=True)
+    assert Release.of(HERMES_0_21).columns == Release.of(HERMES_0_20).columns
+    assert Release.of(HERMES_0_20).reading == Reading(prompt_store=True, activity_clock=True, flags=True)
 
 
 def _open(path: Path) -> sqlite3.Connection:
@@ -47,7 +48,7 @@ def _open(path: Path) -> sqlite3.Connection:
 
 
 def test_preparer_adds_columns_to_a_new_file_and_to_an_old_one_only_when_allowed(tmp_path: Path) -> None:
-    columns = needed_columns(HERMES_0_20)
+    columns = Release.of(HERMES_0_20).columns
     fresh = tmp_path / "fresh.db"
     conn = _open(fresh)
     Preparer(columns)(conn, fresh)
@@ -77,15 +78,14 @@ def test_the_pinned_back_fill_seeks_an_index_instead_of_scanning_the_table(tmp_p
     pinned rows, not the table (before it, a 10k-session list spent 1.5 ms scanning for them)."""
     from hermes_server.domain.params import ListQuery
     from hermes_server.store import listing
-    from hermes_server.store.schema import needed_indexes
-
-    assert needed_indexes(HERMES_0_19) == ()
+    release = Release.of(HERMES_0_20)
+    assert Release.of(HERMES_0_19).indexes == ()
     path = tmp_path / "state.db"
     conn = sqlite3.connect(path, isolation_level=None)
-    Preparer(needed_columns(HERMES_0_20), False, "0.20.4", needed_indexes(HERMES_0_20))(conn, path)
+    Preparer(release.columns, False, "0.20.4", release.indexes)(conn, path)
     statements: list[str] = []
     conn.set_trace_callback(statements.append)
-    listing.reference_page_ids(conn, ListQuery(limit=50), reading_of(HERMES_0_20).on(conn), pinned_only=True)
+    listing.reference_page_ids(conn, ListQuery(limit=50), release.reading.on(conn), pinned_only=True)
     conn.set_trace_callback(None)
     plan = " | ".join(row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + statements[-1]))
     assert "hs_sessions_pinned" in plan, plan

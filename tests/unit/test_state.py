@@ -32,9 +32,12 @@ STATELESS = {
     "agent": "the configured agent; the echo and script agents keep nothing between turns",
     "routes": "the route table, built once",
     "hooks": "test control's hook object: it holds only the fault registry, which is registered ('faults')",
-    "api_components": "OpenAPI components of the served dialects, constant",
-    "quirks": "frozen configuration (--upstream-quirks)",
-    "profile": "frozen configuration (--hermes-version)",
+    "api_components": "OpenAPI components of the served families, units and dialects, constant",
+    "behaviour": "the served units' strategies, frozen; the one that keeps records (runs_idempotency.db) is "
+                 "registered ('run_keys')",
+    "version": "frozen configuration (--hermes-version)",
+    "features": "frozen configuration (--hermes-version)",
+    "endpoint_order": "frozen configuration (--hermes-version)",
     "started_at": "when the process began serving (/health/detailed): a reset does not restart the process",
     "slots": "the requests admitted now, which end by themselves; the turns it counts are 'turns'",
 }

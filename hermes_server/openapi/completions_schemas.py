@@ -1,0 +1,48 @@
+"""OpenAPI components of OpenAI-compatible chat (routes/completions.py)."""
+
+from __future__ import annotations
+
+from hermes_server.openapi.build import Components, json_object, record, schema_ref, with_example
+from hermes_server.openapi.common import ANY, COUNTER, SESSION_ID_HEADER
+
+COMPONENTS: Components = {
+    "schemas": {
+        "OpenAIChatRequest": with_example({"model": "hermes-agent", "messages": [{"role": "user", "content": "Hello"}]},
+                                          json_object({
+            "messages": {"type": "array", "minItems": 1, "items": {"type": "object"},
+                         "description": "system/user/assistant messages (other roles are ignored); the last "
+                                        "user or assistant message is the turn."},
+            "model": {**ANY, "description": "Echoed in the answer; the served model name when absent."},
+            "stream": {**ANY, "description": "true, 1, \"yes\", \"on\" … stream the answer as chunks."},
+        }, ["messages"], closed=False)),
+        "OpenAIChatCompletion": record({
+            "id": {"type": "string"},
+            "object": {"const": "chat.completion"},
+            "created": {"type": "integer"},
+            "model": ANY,
+            "choices": {"type": "array", "items": record({
+                "index": {"type": "integer"},
+                "message": record({"role": {"const": "assistant"}, "content": {"type": "string"}}),
+                "finish_reason": {"type": "string"},
+            })},
+            "usage": record({"prompt_tokens": COUNTER, "completion_tokens": COUNTER, "total_tokens": COUNTER}),
+        }),
+    },
+    "responses": {
+        "OpenAIChatCompletion": {
+            "description": "The turn as a `chat.completion`, or with `stream` as `data:` chunks "
+                           "(`chat.completion.chunk`, the last one with `usage`), then `data: [DONE]`.",
+            "headers": SESSION_ID_HEADER,
+            "content": {"application/json": {"schema": schema_ref("OpenAIChatCompletion")},
+                        "text/event-stream": {"schema": json_object({
+                            "data": {"type": "string", "description": "A `chat.completion.chunk` as JSON, or `[DONE]`."},
+                        }, ["data"], closed=False)}},
+        },
+    },
+    "parameters": {
+        "X-Hermes-Session-Id": {"name": "X-Hermes-Session-Id", "in": "header",
+                                "description": "Continue (or create) this session: the model sees its stored history "
+                                               "and the turn is stored there. Needs a server key.",
+                                "schema": {"type": "string", "maxLength": 256}},
+    },
+}
