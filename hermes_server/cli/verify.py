@@ -157,12 +157,14 @@ def check(where: Endpoint, key: str, claims: str | None, model: str | None, prof
     def playing(suite: Suite, count: int) -> None:
         say(f"  {suite.name}: {count} steps")
 
-    lost: OSError | None = None
+    lost: str | None = None
     try:
         with references(wanted, model) as sides:
             outcome = run(SUITES, steps_of, target, sides, Reference(profile, True), met_needs(args), playing)
     except OSError as exc:
-        lost = exc
+        lost = f"lost {where.url} during the check: {exc}"
+    except RuntimeError as exc:  # a reference that would not start
+        lost = f"could not start the hermes-server references: {exc}"
     finally:
         auth = [("Authorization", f"Bearer {key}")]
         try:
@@ -172,5 +174,5 @@ def check(where: Endpoint, key: str, claims: str | None, model: str | None, prof
             not_removed = [f"cleanup stopped: {exc}; still there: {ledger.counts()}"]
     if lost is not None:
         left = f"; could not remove: {'; '.join(not_removed)}" if not_removed else "; what it created was removed"
-        raise Refused(f"lost {where.url} during the check: {lost}{left}")
+        raise Refused(lost + left)
     return Run(where.url, claims, profile, why, mode, prefix, wanted, outcome, ledger.counts(), not_removed)

@@ -205,3 +205,25 @@ def test_probes_write_nothing_on_any_release() -> None:
     for step in BY_NAME["probes"].scenarios(Names(PREFIX)):
         assert Need.WRITES not in step.needs
         assert step.method == "GET" or PREFIX in step.path or "run_nope" in step.path, step.name
+
+
+def test_the_report_says_when_a_target_answers_like_another_release_than_it_claims() -> None:
+    from hermes_server.contract.report import Run, as_json, text
+    from hermes_server.contract.verify import Finding, Outcome
+
+    step = Step("wrong key", "GET", "/api/sessions", behaviour="the 401 envelope")
+    profile = {"status": 401, "body": {"error": {"code": "invalid_api_key"}}}
+    newer = {"status": 401, "body": {"error": {"code": "gateway_auth_failed"}}}
+    difference = Difference.of(profile, newer)
+    finding = Finding("sessions", step, profile, newer, difference, [Reference("0.21.2", True)], None, ["0.21.2"],
+                      release_rows(step, difference))
+    run = Run("http://h:1", "0.19.0", "0.19.0", "its /health names 0.19.0", [], "verify-0a1b2c-",
+              [Reference("0.19.0", True)], Outcome(findings=[finding]))
+    shown = text(run)
+    assert "the target answers like 0.21.2, not 0.19.0 as its /health claims, on 1 step(s)" in shown
+    assert "| the 401 envelope | sessions: wrong key |" in shown and "0.20.4 row: 401 on a missing or wrong key" in shown
+    data = as_json(run)
+    assert data["answers_like"] == {"0.21.2": 1} and data["result"] == {"drift": 1, "explained": 1, "unexplained": 0,
+                                                                      "exit": 1}
+    assert data["drift"][0]["release_rows"] == [{"behaviour": "401 on a missing or wrong key", "since": "0.20.4",
+                                                 "unit": "gateway_auth"}]
