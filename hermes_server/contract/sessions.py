@@ -1,10 +1,11 @@
 """Scenarios of the session resource routes: health, auth, create, list, get, patch, messages,
-fork, delete, the body limit, request heads, path decoding, a server without a key, an unopenable state.db.
+fork, delete, the body limit, request heads, path decoding, a server without a key, an unopenable
+state.db.
 
-Over 400 lines on purpose: it is the request table (364 steps), kept in one file so the whole
-set reads top to bottom. Compared byte for byte after masking timestamps and generated ids
-(`masks.BodyBytes`). Rows the API cannot create (compression chains, delegates, archived rows,
-rewound transcripts) are seeded on both sides by upstream's own SessionDB (`Need.SEEDED`).
+The request table (364 steps), kept in one file so the whole set reads top to bottom. Compared
+byte for byte after masking timestamps and generated ids (`masks.BodyBytes`). Rows the API
+cannot create (compression chains, delegates, archived rows, rewound transcripts) are seeded on
+both sides by upstream's own SessionDB (`Need.SEEDED`).
 """
 
 from __future__ import annotations
