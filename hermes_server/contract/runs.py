@@ -3,7 +3,8 @@
 The request table (126 steps), kept in one file so the whole set reads top to bottom. Slow,
 slowly streamed and approval turns, and the run cap, need a model that can be told to be slow
 or to run a tool (the oracle's scriptable mock, hermes-server's script agent playing
-`SLOW_SCRIPT`): `agent="slow"` steps, which `verify` never sends. Run and response ids come from each side's own answers (`capture`, `{name}`).
+`SLOW_SCRIPT`): `agent="slow"` steps, which `verify` never sends. Run and response ids come from
+each side's own answers (`capture`, `{name}`).
 Masks: clocks, durations, generated ids, token counts, message row ids and the agent's
 words, keeping the `[n=K]` count of messages the model saw (`masks.Runs`), so what each turn
 was shown is compared too (D9).
