@@ -147,7 +147,8 @@ def test_a_difference_names_its_release_rows() -> None:
 
 
 @pytest.mark.parametrize(("claims", "profile"), [
-    ("0.19.0", "0.19.0"), ("0.21.2", "0.21.2"), ("0.21.6", "0.21.2"), ("0.20.0", "0.20.4"), ("0.22.1", "0.21.2"),
+    ("0.19.0", "0.19.0"), ("0.21.2", "0.21.2"), ("0.21.6", "0.21.6"), ("0.21.4", "0.21.6"), ("0.20.0", "0.20.4"),
+    ("0.22.1", "0.21.6"),
     ("0.18.3", "0.19.0"), ("nonsense", "0.19.0"), (None, "0.19.0"),
 ])
 def test_the_default_profile_is_the_release_health_names_or_the_nearest(claims: str | None, profile: str) -> None:
