@@ -68,23 +68,25 @@ valid_id "$gid" || { say error "HERMES_GID (or PGID) '$gid' must be a number fro
 mkdir -p "$HERMES_HOME" 2>/dev/null || true
 home="$(readlink -f "$HERMES_HOME" 2>/dev/null || printf '%s' "$HERMES_HOME")"
 given=""
-if [ -d "$home" ] && [ "$(stat -c %u "$home")" != "$uid" ]; then
-    if chown "$uid:$gid" "$home" 2>/dev/null; then
-        given="the folder"
-    else
-        say warning "cannot give $home to uid $uid (a read-only or rootless mount?): the server reports itself not ready if it cannot write there"
+if [ -d "$home" ]; then  # anything else (a file, a path below one) the server itself reports
+    if [ "$(stat -c %u "$home")" != "$uid" ]; then
+        if chown "$uid:$gid" "$home" 2>/dev/null; then
+            given="the folder"
+        else
+            say warning "cannot give $home to uid $uid (a read-only or rootless mount?): the server reports itself not ready if it cannot write there"
+        fi
     fi
-fi
-files="$(find "$home" -maxdepth 1 -type f ! -user "$uid" 2>/dev/null | wc -l)"
-if [ "$files" -gt 0 ] && find "$home" -maxdepth 1 -type f ! -user "$uid" -exec chown "$uid:$gid" {} + 2>/dev/null; then
-    given="${given:+$given, }$files top-level file(s)"
-fi
-for tree in cron profiles; do
-    if [ -d "$home/$tree" ] && [ -n "$(find "$home/$tree" ! -user "$uid" -print -quit 2>/dev/null)" ] \
-            && chown -R "$uid:$gid" "$home/$tree" 2>/dev/null; then
-        given="${given:+$given, }$tree/"
+    files="$(find "$home" -mindepth 1 -maxdepth 1 -type f ! -user "$uid" 2>/dev/null | wc -l)"
+    if [ "$files" -gt 0 ] && find "$home" -mindepth 1 -maxdepth 1 -type f ! -user "$uid" -exec chown "$uid:$gid" {} + 2>/dev/null; then
+        given="${given:+$given, }$files top-level file(s)"
     fi
-done
+    for tree in cron profiles; do
+        if [ -d "$home/$tree" ] && [ ! -L "$home/$tree" ] && [ -n "$(find "$home/$tree" ! -user "$uid" -print -quit 2>/dev/null)" ] \
+                && chown -R "$uid:$gid" "$home/$tree" 2>/dev/null; then
+            given="${given:+$given, }$tree/"
+        fi
+    done
+fi
 [ -z "$given" ] || say info "gave uid $uid what it must write in $home: $given"
 
 export HOME="$home"
