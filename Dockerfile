@@ -25,7 +25,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 # the mirror moves on.
 # hadolint ignore=DL3008
 RUN if ! command -v curl >/dev/null || ! command -v wget >/dev/null; then \
-        apt-get update && apt-get install -y --no-install-recommends curl wget && rm -rf /var/lib/apt/lists/*; \
+        apt-get update && apt-get install -y --no-install-recommends curl wget \
+        && apt-get clean && rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin; \
     fi
 
 WORKDIR /app
