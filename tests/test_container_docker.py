@@ -29,7 +29,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -412,6 +412,15 @@ def _bridge_problem() -> str | None:
     return None
 
 
+def _down_leaving_nothing(run: Callable[..., subprocess.CompletedProcess], project: str) -> None:
+    """`down -v`, then no container, volume or network of the project is left."""
+    down = run("down", "-v", "--remove-orphans", timeout=120)
+    assert down.returncode == 0, down.stdout + down.stderr
+    label = f"label=com.docker.compose.project={project}"
+    for kind in (("ps", "-aq"), ("volume", "ls", "-q"), ("network", "ls", "-q")):
+        assert docker(*kind, "--filter", label).stdout.split() == [], kind
+
+
 def _layers(name: str) -> list[str]:
     return json.loads(docker("image", "inspect", "--format", "{{json .RootFS.Layers}}", name).stdout)
 
@@ -448,11 +457,7 @@ def test_the_compose_example_runs_offline_on_the_local_base_and_comes_down(base:
             # The key of the environment is the fixture's; the check deleted every session it made.
             assert answer.status == 200 and json.loads(answer.read())["data"] == []
     finally:
-        down = run("down", "-v", "--remove-orphans", timeout=120)
-    assert down.returncode == 0, down.stdout + down.stderr
-    label = f"label=com.docker.compose.project={project}"
-    assert docker("ps", "-aq", "--filter", label).stdout.split() == []
-    assert docker("volume", "ls", "-q", "--filter", label).stdout.split() == []
+        _down_leaving_nothing(run, project)
 
 
 # Each example: its folder, the client service, and what the client prints when everything answered.
@@ -492,9 +497,4 @@ def test_each_example_comes_up_healthy_answers_and_comes_down_leaving_nothing(im
         assert passed in output
         assert "Traceback" not in output
     finally:
-        down = run("down", "-v", "--remove-orphans", timeout=120)
-    assert down.returncode == 0, down.stdout + down.stderr
-    label = f"label=com.docker.compose.project={project}"
-    assert docker("ps", "-aq", "--filter", label).stdout.split() == []
-    assert docker("volume", "ls", "-q", "--filter", label).stdout.split() == []
-    assert docker("network", "ls", "-q", "--filter", label).stdout.split() == []
+        _down_leaving_nothing(run, project)

@@ -49,6 +49,7 @@ _DOUBLE_ESCAPES = re.compile(r"\\[\\'\"abfnrtv]")
 _VARIABLE = re.compile(r"\$\{(?P<name>[^}:]*)(?::-(?P<default>[^}]*))?\}")
 _NEWLINES = re.compile(r"\r\n|\n|\r")
 
+
 class EnvFileError(ValueError):
     """A `.env` that cannot be used; the message names the file (and line), never its content."""
 

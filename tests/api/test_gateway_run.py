@@ -8,14 +8,13 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.support.server import clean_env, free_port
+from tests.support.server import clean_env, free_port, wait_until_serving
 
 FILE_KEY = "key-from-dotenv-0123456789abcdef"
 SHELL_KEY = "key-from-shell-0123456789abcdef"
@@ -31,16 +30,7 @@ class Started:
                                             stderr=subprocess.STDOUT, env=env)
 
     def wait_until_serving(self, url: str) -> None:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            assert self.process.poll() is None, self.log()
-            try:
-                if httpx.get(url + "/health", timeout=0.5).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.05)
-        raise AssertionError(f"not serving after 20 s:\n{self.log()}")
+        wait_until_serving(self.process, url, self.log)
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")

@@ -13,14 +13,13 @@ import ctypes
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.support.server import KEY, clean_env, free_port
+from tests.support.server import KEY, clean_env, free_port, wait_until_serving
 
 PR_CAPBSET_DROP = 24
 CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH = 1, 2
@@ -57,19 +56,6 @@ def _run(argv: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
-def _wait(proc: subprocess.Popen[str], url: str) -> None:
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
-        try:
-            if httpx.get(url + "/health", timeout=0.5).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.05)
-    raise AssertionError("not serving after 20 s")
-
-
 @pytest.mark.parametrize("key", [KEY, None], ids=["key-given", "no-key"])
 def test_a_home_it_cannot_enter_is_said_and_reported_not_ready(locked_home: Path, key: str | None) -> None:
     port = free_port()
@@ -77,7 +63,7 @@ def test_a_home_it_cannot_enter_is_said_and_reported_not_ready(locked_home: Path
     url = f"http://127.0.0.1:{port}"
     server = _run(["gateway", "run"], env)
     try:
-        _wait(server, url)
+        wait_until_serving(server, url, lambda: server.stdout.read() if server.stdout else "")
         sent = key or "no-key-could-be-kept-0123456789"
         assert httpx.get(url + "/api/sessions", headers={"Authorization": f"Bearer {sent}"}, timeout=10).status_code \
             == (503 if key else 401)
