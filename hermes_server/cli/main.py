@@ -132,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if unknown:
         refuse_unknown(parser, args.command, unknown)
-    if getattr(args, "profile", None) is not None and args.command != "gateway":
+    if getattr(args, "hermes_profile", None) is not None and args.command != "gateway":
         print(f"hermes-server: -p/--profile goes with `gateway run`; with `{args.command or 'serve'}` give the home "
               "itself (--home, HERMES_HOME)", file=sys.stderr)
         return 2

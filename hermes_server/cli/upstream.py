@@ -59,7 +59,7 @@ class _Ignored(argparse.Action):
 
 def add_profile_option(parser: argparse.ArgumentParser) -> None:
     """`-p NAME` / `--profile NAME`, wherever upstream takes it (before `gateway` or after it)."""
-    parser.add_argument("-p", "--profile", metavar="NAME", default=argparse.SUPPRESS,
+    parser.add_argument("-p", "--profile", metavar="NAME", dest="hermes_profile", default=argparse.SUPPRESS,
                         help="with `gateway run`: serve upstream's profile NAME, the home HERMES_HOME/profiles/NAME "
                              "(which must exist); `default` is HERMES_HOME itself")
 
@@ -124,7 +124,7 @@ def profile_home(name: str, root: Path) -> Path:
 
 def select_profile(args: argparse.Namespace) -> None:
     """Point `args.home` at the profile `-p` named (a flag, so it wins over HERMES_HOME)."""
-    name = getattr(args, "profile", None)
+    name = getattr(args, "hermes_profile", None)
     if name is None:
         return
     args.home = str(profile_home(name, hermes_root(args.home)))
