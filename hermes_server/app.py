@@ -51,6 +51,7 @@ from hermes_server.state import StateRegistry
 from hermes_server.store import migrate
 from hermes_server.store.db import Database, DatabaseFactory, Prepare
 from hermes_server.store.gate import NO_GATE, WriteGate
+from hermes_server.store.home_check import present
 from hermes_server.store.jobs import JobsFile
 from hermes_server.store.journal import ALWAYS_WAL, Journal
 from hermes_server.store.read_cache import ReadCache
@@ -325,7 +326,7 @@ class HermesApp:
     async def start(self) -> str | None:
         """The lifespan's start-up: why it failed, or None."""
         ctx = self.context
-        if not ctx.settings.db_path.exists():
+        if not present(ctx.settings.db_path):
             ctx.db.home_problems.check()  # a home that cannot hold state.db is named in the log now
         if self.start_fixture is not None:
             return await self.start_fixture.startup(ctx.db, ctx.now())
