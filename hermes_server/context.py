@@ -80,6 +80,9 @@ class Behaviour:
     # "Unknown or unconfigured profile"); None: the prefix is ignored (0.19, 0.20). From 0.21 the
     # server's own (`default`); a multiplexing server's, all it serves (multiplex.py).
     served_profiles: frozenset[str] | None = None
+    # Whether a home holding named profiles (`profiles/<name>/`) is served multiplexed, each under
+    # `/p/<name>/` (0.21.6; cli/profiles.py reads it).
+    multiplexes_profiles: bool = False
     # The deviations (docs/differences.md): hermes-server's rule unless `--upstream-quirks`.
     # D3: which ids a create refuses.
     create_id_problem: Callable[[str], str | None] = create_id_error

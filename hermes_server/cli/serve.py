@@ -6,7 +6,6 @@ import argparse
 import ipaddress
 import signal
 import socket
-import sqlite3
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,6 +22,10 @@ if TYPE_CHECKING:
     import uvicorn
 
     from hermes_server.app import HermesApp
+    from hermes_server.multiplex import ProfileMount
+
+    # What is served: one profile's app, or a multiplexing server's (multiplex.py).
+    Served = HermesApp | ProfileMount
 
 
 def _is_loopback(host: str) -> bool:
@@ -104,17 +107,21 @@ def _warn_unusable_home(settings: Settings) -> None:
             "directory.", settings.log_format, level="error", stream=sys.stderr)
 
 
-def serving_line(settings: Settings) -> str:
-    """Where the server listens, and that it answers as 0.19.0 does when `--upstream-quirks` is on
-    (someone reading its answers must know they are seeing 0.19.0's failures on purpose)."""
+def serving_line(settings: Settings, app: Served | None = None) -> str:
+    """Where the server listens (and the profiles it multiplexes), and that it answers as 0.19.0 does
+    when `--upstream-quirks` is on (someone reading its answers must know they are seeing 0.19.0's
+    failures on purpose)."""
     line = f"serving http://{settings.host}:{settings.port} over {settings.db_path}"
+    named = getattr(app, "named", None)
+    if named:
+        line += f"; profiles {', '.join(named)} under /p/<name>/ (their own homes and keys)"
     if settings.upstream_quirks:
         line += (f"; upstream quirks ON: answering as hermes-agent {UPSTREAM_VERSION} does, text/plain 500s "
                  "included, wherever docs/differences.md lists a deviation")
     return line
 
 
-def uvicorn_config(app: HermesApp, settings: Settings) -> uvicorn.Config:
+def uvicorn_config(app: Served, settings: Settings) -> uvicorn.Config:
     """uvicorn's settings for this app: the one place they are chosen (the suite's in-process
     servers use them too). Imported here, not at the top: `hermes-server --help` stays light."""
     import uvicorn
@@ -146,7 +153,7 @@ def uvicorn_config(app: HermesApp, settings: Settings) -> uvicorn.Config:
     )
 
 
-def uvicorn_server(app: HermesApp, settings: Settings) -> uvicorn.Server:
+def uvicorn_server(app: Served, settings: Settings) -> uvicorn.Server:
     """The uvicorn server of this app (`uvicorn_config`'s settings) that tells the app its shutdown
     begins before in-flight requests get their grace (`HermesApp.begin_shutdown`: 0.21.6 settles its
     live runs then, as upstream's gateway does as it starts to stop)."""
@@ -164,12 +171,11 @@ def serve(args: argparse.Namespace) -> int:
     """Check everything, bind the socket, then say where it serves and run uvicorn on that socket."""
     from sse_starlette.sse import AppStatus
 
-    from hermes_server.app import create_app, state_db_preparer
+    from hermes_server.app import create_app
     from hermes_server.cli.envfile import load_for, summary
     from hermes_server.cli.listen import ListenError, bind
+    from hermes_server.cli.profiles import prepare_home, served
     from hermes_server.cli.upstream import ignored_environment, ignored_line
-    from hermes_server.domain.errors import SchemaMismatch
-    from hermes_server.store.migrate import add_columns_now, check_existing
 
     loaded = load_for(args)  # before anything reads a setting: its values win over the environment's
     settings, no_auth = settings_from_args(args)
@@ -196,18 +202,9 @@ def serve(args: argparse.Namespace) -> int:
         return 2
 
     # What refuses the start comes first: a refused start leaves the home as it was (no key file).
-    preparer = state_db_preparer(settings)
-    try:
-        to_add = check_existing(settings.db_path, preparer)
-    except SchemaMismatch as exc:
-        return refuse(str(exc))
-    if to_add:  # only with --migrate-home: said, and done before anything is served
-        say(f"--migrate-home: adding {', '.join(column.label for column in to_add)} to {settings.db_path} for the "
-            f"{settings.hermes_version} profile (schema_version and all else unchanged)", fmt)
-        try:
-            add_columns_now(settings.db_path, preparer)
-        except (SchemaMismatch, OSError, sqlite3.Error) as exc:
-            return refuse(f"--migrate-home could not change {settings.db_path}: {exc}")
+    refused = prepare_home(settings, fmt)
+    if refused is not None:
+        return refuse(refused)
     if settings.fixture_path is not None:
         from hermes_server.testing.load import problems_of, start_report
 
@@ -226,14 +223,19 @@ def serve(args: argparse.Namespace) -> int:
         say(f"--fixture-api without a key on {settings.host}: anyone who can reach it can reset the database.",
             fmt, level="warning", stream=sys.stderr)
     try:
-        app = create_app(settings)
+        default_app = create_app(settings)
     except ValueError as exc:  # an unusable --agent configuration, found before any store opened a file
         if written is not None:  # the key this refused start generated: the home is left as it was
             written.unlink(missing_ok=True)
         return refuse(str(exc))
+    app = served(default_app, settings, fmt)  # 0.21.6: with the home's named profiles
+    if isinstance(app, str):
+        if written is not None:
+            written.unlink(missing_ok=True)
+        return refuse(app)
     if sys.stderr.isatty():
         _warn_unusable_home(settings)
-    say(serving_line(settings), fmt)
+    say(serving_line(settings, app), fmt)
     # sse-starlette would cut every open stream the moment SIGTERM arrives; a stream is an
     # in-flight request like any other, so it gets the same grace period (below) to finish.
     AppStatus.disable_automatic_graceful_drain()

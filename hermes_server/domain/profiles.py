@@ -188,6 +188,9 @@ class Addition(Enum):
     # A shutdown settles every live /v1/runs run `interrupted` before interrupting it
     # (https://github.com/NousResearch/hermes-agent/pull/114774).
     SHUTDOWN_INTERRUPTS_RUNS = "shutdown_interrupts_runs"
+    # A home holding named profiles is served multiplexed: `/p/<name>/` is that profile's home and key
+    # (https://github.com/NousResearch/hermes-agent/pull/112854).
+    MULTIPLEX_PROFILES = "multiplex_profiles"
 
 
 @dataclass(frozen=True)
@@ -219,7 +222,8 @@ HERMES_0_21 = Profile("0.21.2", FEATURES_0_21, ENDPOINTS_0_21, ROUTES_0_21, (
     Addition.JOURNAL_MODE_TOLD, Addition.PROFILE_PREFIX_CLOSED))
 # 0.21.6 (tag v0.21.6, 2026-10-08): 0.21.2 and the API-server changes merged for 0.21.4.
 HERMES_0_21_6 = Profile("0.21.6", FEATURES_0_21, ENDPOINTS_0_21, ROUTES_0_21, (
-    *HERMES_0_21.units, Addition.SESSION_STREAM_OUTPUT, Addition.SHUTDOWN_INTERRUPTS_RUNS))
+    *HERMES_0_21.units, Addition.SESSION_STREAM_OUTPUT, Addition.SHUTDOWN_INTERRUPTS_RUNS,
+    Addition.MULTIPLEX_PROFILES))
 
 PROFILES: dict[str, Profile] = {p.version: p for p in (HERMES_0_19, HERMES_0_20, HERMES_0_21, HERMES_0_21_6)}
 DEFAULT_VERSION = HERMES_0_19.version

@@ -28,6 +28,7 @@ from hermes_server.units import (
     lax_create_ids,
     message_paging,
     model_options,
+    multiplex_profiles,
     no_content_part_events,
     profile_prefix_closed,
     prompt_store,
@@ -64,6 +65,7 @@ RELEASE_UNITS: Mapping[Addition, Unit] = {
     Addition.PROFILE_PREFIX_CLOSED: profile_prefix_closed.UNIT,
     Addition.SESSION_STREAM_OUTPUT: session_stream_output.UNIT,
     Addition.SHUTDOWN_INTERRUPTS_RUNS: shutdown_interrupts_runs.UNIT,
+    Addition.MULTIPLEX_PROFILES: multiplex_profiles.UNIT,
 }
 
 QUIRK_UNITS: Mapping[Quirk, Unit] = {

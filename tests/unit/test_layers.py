@@ -114,7 +114,9 @@ ALLOWED: dict[str, set[str]] = {
                     "state", "store", "testing", "units"},
     # The contract corpus is a client: stdlib, and the release list of domain/profiles.py.
     "contract": {"", "domain"},
-    "cli": _CORE | {"agents", "app", "contract", "dialects", "families", "http", "store", "testing"},
+    # A multiplexing server: the apps of a home's profiles, mounted together.
+    "multiplex": _CORE | {"app", "context", "http"},
+    "cli": _CORE | {"agents", "app", "contract", "dialects", "families", "http", "multiplex", "store", "testing"},
 }
 # Single modules with an edge their layer does not have.
 MODULE_ALLOWED: dict[str, set[str]] = {

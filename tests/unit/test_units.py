@@ -85,7 +85,7 @@ def test_every_profile_lists_its_units_in_a_composing_order() -> None:
     # 0.21.6 is 0.21.2 and the API server's changes merged for 0.21.4 (docs/versions.md).
     assert [unit.name for unit in units_of(PROFILES["0.21.6"], Quirks())] == [
         *(unit.name for unit in units_of(PROFILES["0.21.2"], Quirks())), "session_stream_output",
-        "shutdown_interrupts_runs"]
+        "shutdown_interrupts_runs", "multiplex_profiles"]
     for profile in PROFILES.values():
         assert len(set(profile.units)) == len(profile.units), profile.version
         with_quirks = units_of(profile, Quirks.upstream(True))
