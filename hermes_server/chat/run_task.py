@@ -93,8 +93,10 @@ async def run_in_background(ctx: TurnContext, runs: Runs, spec: RunSpec, live: L
         if run_id in runs.shutdown_claimed:
             status, fields, extra = "interrupted", {"error": SHUTDOWN_ERROR}, {}
         fields, extra = fields or {}, extra or {}
-        runs.enqueue(run_id, {"event": f"run.{status}", "run_id": run_id, "timestamp": runs.now(), **fields, **extra})
+        # The status first (written through to a kept run's record), then the event that says so.
+        event = {"event": f"run.{status}", "run_id": run_id, "timestamp": runs.now(), **fields, **extra}
         runs.set_status(run_id, status, **fields, last_event=f"run.{status}", **extra)
+        runs.enqueue(run_id, event)
 
     try:
         if run_id in runs.shutdown_claimed:  # a shutdown came between its admission and now: no turn starts

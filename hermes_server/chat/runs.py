@@ -143,6 +143,8 @@ class Runs:
         current.update(fields)
         self.statuses[run_id] = current
         if run_id in self.kept and changed:
+            # Written through before this returns (the loop reads nothing meanwhile): no client sees
+            # a status from this server that its record does not hold yet.
             self.keys.update_status(run_id, dict(current), now)
         return current
 

@@ -10,8 +10,11 @@ on the server's clock (so a manual clock can pass the day). The file is created 
 server starts, in WAL mode, readable only by its owner; if it cannot be opened the records
 are kept in memory and capabilities say `durable: false`, as upstream does.
 
-One connection on one thread of its own, as `store/responses.py`: status updates are queued
-to that thread without waiting (in order), lookups and reservations wait for it.
+One connection on one thread of its own, as `store/responses.py`. A status update is written
+through: `update_status` returns once the record holds it, so a status a client can read from the
+owning server is already in the file another process reads (upstream's `_set_run_status` writes
+its durable record in the same synchronous step as its in-memory status). Lookups and
+reservations are awaited.
 """
 
 from __future__ import annotations
@@ -191,7 +194,8 @@ class RunKeyStore:
         return await self._call(read)
 
     def update_status(self, run_id: str, status: dict[str, Any], now: float) -> None:
-        """Queue a run's new status for its record (in order, not waited for; a failure is logged)."""
+        """Write a run's new status to its record before returning (the caller publishes it in memory
+        in the same step: see the module docstring); a failure is logged, not raised."""
         encoded = _encode(status)
 
         def write(conn: sqlite3.Connection) -> None:
@@ -204,7 +208,7 @@ class RunKeyStore:
             except (sqlite3.Error, AssertionError) as exc:  # AssertionError: the store is closed
                 log.warning("the status of run %s could not be kept (%s)", run_id, type(exc).__name__)
         try:
-            self._thread.submit(run)
+            self._thread.submit(run).result()  # after anything queued before it, in order
         except RuntimeError:  # closed at shutdown: a turn's last word after it is not kept
             log.warning("the status of run %s could not be kept (the store is closed)", run_id)
 
