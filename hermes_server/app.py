@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import operator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -237,6 +238,31 @@ class Dialects:
             await family.close()
 
 
+async def run_lifespan(receive: Receive, send: Send, start: Callable[[], Awaitable[str | None]],
+                       stop: Callable[[float | None], Awaitable[None]]) -> None:
+    """ASGI lifespan messages as `start` (why it failed, or None) and `stop` (given the turn drain, None:
+    the configured one): one app's, or a multiplexing server's apps' together (multiplex.py)."""
+    while True:
+        try:
+            message = await receive()
+        except asyncio.CancelledError:
+            # A second Ctrl-C (or SIGTERM) forces uvicorn out without a lifespan shutdown and the
+            # loop's end cancels this wait: a stop asked for twice, not an error. Turns still
+            # running are cancelled (no drain: the user asked not to wait) and the stores closed.
+            await stop(0.0)
+            return
+        if message["type"] == "lifespan.startup":
+            failure = await start()
+            if failure is not None:
+                await send({"type": "lifespan.startup.failed", "message": failure})
+                return
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await stop(None)
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
 class HermesApp:
     """The ASGI callable: lifespan here, HTTP through the composed layers."""
 
@@ -303,25 +329,7 @@ class HermesApp:
             await self.http(scope, receive, send)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
-        while True:
-            try:
-                message = await receive()
-            except asyncio.CancelledError:
-                # A second Ctrl-C (or SIGTERM) forces uvicorn out without a lifespan shutdown and the
-                # loop's end cancels this wait: a stop asked for twice, not an error. Turns still
-                # running are cancelled (no drain: the user asked not to wait) and the stores closed.
-                await self._shut_down(0.0)
-                return
-            if message["type"] == "lifespan.startup":
-                failure = await self.start()
-                if failure is not None:
-                    await send({"type": "lifespan.startup.failed", "message": failure})
-                    return
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await self.stop()
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+        await run_lifespan(receive, send, self.start, self.stop)
 
     async def start(self) -> str | None:
         """The lifespan's start-up: why it failed, or None."""

@@ -18,7 +18,7 @@ from urllib.parse import unquote
 
 from starlette.types import Receive, Scope, Send
 
-from hermes_server.app import HermesApp
+from hermes_server.app import HermesApp, run_lifespan
 from hermes_server.context import AppContext
 from hermes_server.http.paths import segment_value
 
@@ -64,20 +64,14 @@ class ProfileMount:
         await self.default(scope, receive, send)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
-        while True:
-            try:
-                message = await receive()
-            except asyncio.CancelledError:  # a stop asked for twice (HermesApp._lifespan): no drain
-                await asyncio.gather(*(app.stop(0.0) for app in self.apps))
-                return
-            if message["type"] == "lifespan.startup":
-                for app in self.apps:
-                    failure = await app.start()
-                    if failure is not None:
-                        await send({"type": "lifespan.startup.failed", "message": failure})
-                        return
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await asyncio.gather(*(app.stop() for app in self.apps))
-                await send({"type": "lifespan.shutdown.complete"})
-                return
+        await run_lifespan(receive, send, self._start, self._stop)
+
+    async def _start(self) -> str | None:
+        for app in self.apps:
+            failure = await app.start()
+            if failure is not None:
+                return failure
+        return None
+
+    async def _stop(self, drain_seconds: float | None) -> None:
+        await asyncio.gather(*(app.stop(drain_seconds) for app in self.apps))

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from hermes_server.config import Settings
 from hermes_server.http.logs import say
+from hermes_server.store.runs_idempotency import Owner
 
 if TYPE_CHECKING:
     from hermes_server.app import HermesApp
@@ -74,21 +75,11 @@ def _pid(path: Path) -> int | None:
     return pid if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 else None
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return pid != os.getpid()
-
-
 def running_gateway(profiles: list[tuple[str, Path]]) -> str | None:
     """The first named profile whose own gateway is running (a live pid in its `gateway.pid`)."""
     for name, profile_home in profiles:
         pid = _pid(profile_home / "gateway.pid")
-        if pid is not None and _alive(pid):
+        if pid is not None and pid != os.getpid() and Owner(pid, 0).alive():  # a process, whenever started
             return name
     return None
 

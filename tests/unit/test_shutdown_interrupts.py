@@ -111,6 +111,16 @@ def _start(runs: Runs, run_id: str) -> asyncio.Task[None]:
     return live.task
 
 
+async def _claimed_mid_turn(monkeypatch: pytest.MonkeyPatch, ending: str,
+                            run_id: str) -> tuple[Runs, _Keys, _Turn, asyncio.Task[None]]:
+    """A run whose turn (ending as `ending` says) has begun when the shutdown claims it."""
+    runs, keys, turn = _setup(monkeypatch, ending)
+    task = _start(runs, run_id)
+    await turn.started.wait()
+    runs.interrupt_for_shutdown()
+    return runs, keys, turn, task
+
+
 def _is_shutdown_interrupted(status: dict[str, Any]) -> None:
     assert status["status"] == "interrupted"
     assert status["error"] == SHUTDOWN_ERROR == "Gateway shutdown interrupted the run."
@@ -121,10 +131,7 @@ def _is_shutdown_interrupted(status: dict[str, Any]) -> None:
 @pytest.mark.parametrize("ending", ["success", "failure", "stopped"])
 @_sync
 async def test_a_late_result_cannot_overwrite_the_shutdown(monkeypatch: pytest.MonkeyPatch, ending: str) -> None:
-    runs, keys, turn = _setup(monkeypatch, ending)
-    task = _start(runs, "run_a")
-    await turn.started.wait()
-    runs.interrupt_for_shutdown()
+    runs, keys, turn, task = await _claimed_mid_turn(monkeypatch, ending, "run_a")
     _is_shutdown_interrupted(runs.statuses["run_a"])  # at once, before the turn has ended
     _is_shutdown_interrupted(keys.written[-1])  # and in its record
     turn.release.set()
@@ -139,10 +146,7 @@ async def test_a_late_result_cannot_overwrite_the_shutdown(monkeypatch: pytest.M
 
 @_sync
 async def test_a_cancelled_turn_stays_interrupted(monkeypatch: pytest.MonkeyPatch) -> None:
-    runs, keys, turn = _setup(monkeypatch, "cancelled")
-    task = _start(runs, "run_c")
-    await turn.started.wait()
-    runs.interrupt_for_shutdown()
+    runs, keys, _turn, task = await _claimed_mid_turn(monkeypatch, "cancelled", "run_c")
     with pytest.raises(asyncio.CancelledError):
         await task
     _is_shutdown_interrupted(runs.statuses["run_c"])
@@ -177,10 +181,7 @@ async def test_a_client_stop_still_goes_stopping_then_cancelled(monkeypatch: pyt
 
 @_sync
 async def test_a_stop_after_the_shutdown_claimed_the_run_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    runs, _keys, turn = _setup(monkeypatch, "stopped")
-    task = _start(runs, "run_x")
-    await turn.started.wait()
-    runs.interrupt_for_shutdown()
+    runs, _keys, _turn, task = await _claimed_mid_turn(monkeypatch, "stopped", "run_x")
     assert not runs.request_stop("run_x")
     runs.interrupt_for_shutdown()  # a second call changes nothing
     await task
