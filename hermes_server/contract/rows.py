@@ -176,7 +176,8 @@ RELEASE_ROWS: tuple[ReleaseRow, ...] = (
                lambda step, diff: _route(step).endswith("/v1/capabilities") and diff.touches("run_steer")),
     ReleaseRow("`/p/<name>/…` mirrors", Addition.PROFILE_PREFIX_CLOSED, lambda step, diff: _route(step).startswith("/p/")),
     ReleaseRow("session-stream runs (`POST /api/sessions/{id}/chat/stream`)", Addition.SESSION_STREAM_OUTPUT,
-               lambda step, diff: _route(step).startswith("/v1/runs/") and diff.touches("output")),
+               lambda step, diff: _route(step).startswith("/v1/runs/") and diff.statuses == (200, 200)
+               and diff.touches("output")),
     ReleaseRow("`model_options`, `session_model_lock` flags and endpoints", Addition.MODEL_OPTIONS,
                lambda step, diff: _route(step).endswith("/v1/capabilities")
                and diff.touches("model_options", "session_model_lock")),

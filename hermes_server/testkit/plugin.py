@@ -75,7 +75,7 @@ AUDITS = pytest.StashKey[list[tuple[str, "Audit | str"]]]()  # per test: (server
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("hermes-server", "hermes-server fixture")
     group.addoption("--hermes-version", default=None, metavar="VERSION",
-                    help="the Hermes release the server answers as: 0.19.0 (default), 0.20.4, 0.21.2 "
+                    help="the Hermes release the server answers as: 0.19.0 (default), 0.20.4, 0.21.2, 0.21.6 "
                          "(ini: hermes_version)")
     group.addoption("--hermes-agent", default=None, metavar="NAME",
                     help="agent answering chat turns: echo (default), openai, script (ini: hermes_agent)")

@@ -35,6 +35,8 @@ ROWS_0_21 = {
     "session object `pinned`, `archived`, `hidden`", "browser-control, artifact and room-member routes (8)",
     "`runtime` on session chat (`/chat` answer after `usage`; `run.started`, `assistant.completed`, "
     "`run.completed` on `/chat/stream`)",
+    # 0.21's prefix: the corpus's `/p/<name>/` steps answer 404 for a profile not the server's own.
+    "`/p/<name>/…` mirrors",
 }
 
 

@@ -83,7 +83,7 @@ def test_option_ini_key_and_marker_choose_the_release(tmp_path: Path) -> None:
     assert "#1 GET /api/sessions/only-in-this-log -> 404" in section
     assert ('@pytest.mark.hermes_version takes one release, e.g. @pytest.mark.hermes_version("0.21.2")'
             in run.output)
-    assert "--hermes-version must be one of 0.19.0, 0.20.4, 0.21.2, got '9.9'" in run.output
+    assert "--hermes-version must be one of 0.19.0, 0.20.4, 0.21.2, 0.21.6, got '9.9'" in run.output
     assert "hermes-server: 4 starts" in run.output  # 0.20.4, 0.21.2, 0.19.0, 0.19.0 with quirks
     assert run.leftovers() == []
 
