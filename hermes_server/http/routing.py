@@ -53,6 +53,9 @@ class Effect(Flag):
 class Operation:
     """What clients may rely on for one method of one route.
 
+    `summary` is the operation's short, stable name, in the words users read (docs/api.md's headings,
+    and the behaviours a connector check reports); `description` is what a client must know beyond
+    its fields and answers: the order things happen in, and the hazards (Markdown).
     `capability` is the operation's name under `/v1/capabilities` `endpoints` (upstream's
     names; None for paths upstream does not advertise; where it is listed is the release's
     order, domain/profiles.py). `features` are the capability flags that serving this
@@ -71,6 +74,7 @@ class Operation:
 
     summary: str
     responses: Mapping[int, str]
+    description: str | None = None
     capability: str | None = None
     features: tuple[str, ...] = ()
     security: str | None = BEARER

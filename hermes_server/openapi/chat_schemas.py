@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from hermes_server.openapi.build import Components, json_answer, json_object, nullable, record, schema_ref, with_example
-from hermes_server.openapi.common import ANY, COUNTER, SESSION_ID_HEADER
+from hermes_server.openapi.common import COUNTER, SESSION_ID_HEADER, content, text_or_null
 
 # The events of POST /api/sessions/{session_id}/chat/stream (README, "Chat turns").
 STREAM_EVENTS = (
@@ -15,10 +15,14 @@ STREAM_EVENTS = (
 
 SCHEMAS: dict[str, Any] = {
     "ChatRequest": with_example({"message": "Hello"}, json_object({
-        "message": {**ANY, "description": "A string, or a list of text/image content parts."},
-        "input": {**ANY, "description": "Read when `message` is not truthy."},
-        "system_message": ANY,
-        "instructions": ANY,
+        "message": content("The user's message. Not blank, else 400 `missing_message`; a malformed part is 400 "
+                           "`unsupported_content_type`, `invalid_image_url` or `invalid_content_part` (`param` "
+                           "`message`)."),
+        "input": content("Read as `message` when `message` is absent or empty (a blank `message` is not empty)."),
+        "system_message": text_or_null("An instruction added to the system prompt for this turn only (never "
+                                       "stored). When it is empty (or any falsy JSON value), `instructions` is read; "
+                                       "what is read must be text or null, else 400 `invalid_system_message`."),
+        "instructions": text_or_null("Read as `system_message` when that is empty."),
     }, closed=False)),
     "ChatCompletion": record({
         "object": {"const": "hermes.session.chat.completion"},

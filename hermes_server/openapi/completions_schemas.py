@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 from hermes_server.openapi.build import Components, json_object, record, schema_ref, with_example
-from hermes_server.openapi.common import ANY, COUNTER, SESSION_ID_HEADER
+from hermes_server.openapi.common import ANY, COUNTER, INPUT_MESSAGE, SESSION_ID_HEADER, flag, text
 
 COMPONENTS: Components = {
     "schemas": {
         "OpenAIChatRequest": with_example({"model": "hermes-agent", "messages": [{"role": "user", "content": "Hello"}]},
                                           json_object({
-            "messages": {"type": "array", "minItems": 1, "items": {"type": "object"},
-                         "description": "system/user/assistant messages (other roles are ignored); the last "
-                                        "user or assistant message is the turn."},
-            "model": {**ANY, "description": "Echoed in the answer; the served model name when absent."},
-            "stream": {**ANY, "description": "true, 1, \"yes\", \"on\" … stream the answer as chunks."},
+            "messages": {"type": "array", "minItems": 1, "items": INPUT_MESSAGE,
+                         "description": "The conversation. `system` messages (their text joined) are the "
+                                        "instruction; `user` and `assistant` messages the turns, the last of which "
+                                        "must have visible content and is the one answered; other roles are "
+                                        "ignored. Missing or empty: 400 `Missing or invalid 'messages' field`."},
+            "model": text("Echoed in the answer; the served model name when absent. As upstream, any JSON value is "
+                          "echoed as sent."),
+            "stream": flag("true: the answer streams as `chat.completion.chunk` events."),
         }, ["messages"], closed=False)),
         "OpenAIChatCompletion": record({
             "id": {"type": "string"},

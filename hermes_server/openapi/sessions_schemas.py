@@ -15,7 +15,12 @@ from hermes_server.openapi.build import (
     schema_ref,
     with_example,
 )
-from hermes_server.openapi.common import ANY, COUNTER
+from hermes_server.openapi.common import ANY, COUNTER, STRINGIFIED, text, text_or_null
+
+# What every title a request sets must be (domain/titles.py).
+_TITLE_RULES = ("At most 100 characters once sanitised (control and invisible format characters removed, whitespace "
+                "runs collapsed to one space, trimmed) and unique among sessions (case-sensitive); else 400 "
+                "`invalid_title`.")
 
 SESSION_PROPERTIES: dict[str, Any] = {
     "id": {"type": "string"},
@@ -85,15 +90,36 @@ SCHEMAS: dict[str, Any] = {
         "data": {"type": "array", "items": schema_ref("Message")},
     }),
     "CreateSession": with_example({"id": "demo", "title": "Demo"}, json_object({
-        "id": {**ANY, "description": "Used when truthy, as str(), trimmed; else session_id; else generated."},
-        "session_id": ANY,
-        "title": {**ANY, "description": "Any JSON value; stringified, then sanitised."},
-        "model": ANY,
-        "system_prompt": nullable("string"),
+        "id": text("The new session's id: at most 256 characters once trimmed, without control characters, `/`, "
+                   "`\\` or `..`, and not starting like a drive (`C:`); else 400 `invalid_session_id`. Empty or "
+                   "absent (or any falsy JSON value): `session_id`, else a generated `api_<unix seconds>_<8 hex>`."
+                   + STRINGIFIED),
+        "session_id": text("Read as `id` when `id` is absent or empty."),
+        "title": text_or_null(_TITLE_RULES + " null or absent: untitled." + STRINGIFIED),
+        "model": text_or_null("The session's model; empty or absent: the served model name." + STRINGIFIED),
+        "system_prompt": text_or_null("Stored with the session (the first chat turn replaces it with the agent's "
+                                      "prompt, as upstream); anything but a string or null is 400 "
+                                      "`invalid_system_prompt`."),
     }, closed=False)),
-    "PatchSession": with_example({"title": "Renamed"}, json_object({"title": ANY, "end_reason": ANY})),
-    "ForkSession": with_example({"title": "A branch"},
-                                json_object({"id": ANY, "session_id": ANY, "title": ANY}, closed=False)),
+    "PatchSession": with_example({"title": "Renamed"}, json_object({
+        "title": text_or_null(_TITLE_RULES + " null or empty clears the title. The title a compression ancestor "
+                              "holds moves to this session." + STRINGIFIED),
+        "end_reason": text("Closes the session with this reason when it is not empty. First close wins: a closed "
+                           "session keeps its first reason and `ended_at`, and nothing reopens it. The reason is "
+                           "free text, stored as sent (Hermes itself writes `cli_close`, `session_reset`, "
+                           "`new_session` …; connectors commonly send `client_closed`); two have a meaning: a "
+                           "session closed `branched` lists its later children (forks), one closed `compression` "
+                           "is followed to its continuation. Falsy values (`\"\"`, null, 0, false) change "
+                           "nothing; any other JSON value is stored as its `str()`."),
+    })),
+    "ForkSession": with_example({"title": "A branch"}, json_object({
+        "id": text("The fork's id: any text that is not blank, without CR, LF or NUL (no length or path checks, as "
+                   "upstream); taken → 409. Empty or absent (or any falsy JSON value): `session_id`, else a generated "
+                   "`api_<unix seconds>_<8 hex>`." + STRINGIFIED),
+        "session_id": text("Read as `id` when `id` is absent or empty."),
+        "title": text_or_null(_TITLE_RULES + " null or absent: the source's title numbered (`Title #2`, …; `fork "
+                              "#2` for an untitled source), which can itself be too long." + STRINGIFIED),
+    }, closed=False)),
 }
 
 RESPONSES: dict[str, Any] = {

@@ -20,13 +20,13 @@ from starlette.responses import Response
 
 from hermes_server.api.errors import crashing_non_object, invalid_field
 from hermes_server.api.session_key import session_key
-from hermes_server.chat.runs import APPROVAL_CHOICES, LiveRun, RunSpec, run_in_background
+from hermes_server.chat.runs import LiveRun, RunSpec, run_in_background
 from hermes_server.chat.slots import Admission
 from hermes_server.context import AppContext
 from hermes_server.domain import route_ids, run_keys
 from hermes_server.domain.openai_messages import request_bool
 from hermes_server.domain.response_history import model_turn
-from hermes_server.domain.run_input import RunInput, parse_run_input
+from hermes_server.domain.run_input import APPROVAL_CHOICES, CHOICE_ALIASES, RunInput, parse_run_input
 from hermes_server.domain.titles import has_lone_surrogate
 from hermes_server.families import Family
 from hermes_server.http.body import read_json_object
@@ -41,7 +41,6 @@ STREAM_CLOSED_FRAME = b": stream closed\n\n"
 # A subscriber may come a moment before its run is registered: the events route waits this long.
 SUBSCRIBE_POLLS = 20
 SUBSCRIBE_POLL_SECONDS = 0.05
-_CHOICE_ALIASES = {"approve": "once", "approved": "once", "allow": "once"}
 
 
 def invalid_json() -> ApiError:
@@ -184,7 +183,7 @@ def stopping(run_id: str) -> Response:
 
 def _choice(body: dict[str, Any]) -> str:
     raw = str(body.get("choice", "")).strip().lower()
-    choice = _CHOICE_ALIASES.get(raw, raw)
+    choice = CHOICE_ALIASES.get(raw, raw)
     if choice not in APPROVAL_CHOICES:
         raise ApiError(400, "Invalid approval choice; expected one of: once, session, always, deny",
                        "invalid_approval_choice")
