@@ -89,18 +89,20 @@ class Operation:
 @dataclass(frozen=True)
 class Amendment:
     """What a unit changes on a method of a route it does not serve itself (by the route's id): more
-    query and header parameters, and more answers (an answer named under a status the operation
-    already has replaces it)."""
+    query and header parameters, more answers (an answer named under a status the operation
+    already has replaces it), and a paragraph more of its description (`note`)."""
 
     route: str
     method: str
     query: tuple[str, ...] = ()
     headers: tuple[str, ...] = ()
     responses: Mapping[int, str] = field(default_factory=dict)
+    note: str | None = None
 
     def applied(self, op: Operation) -> Operation:
+        description = "\n\n".join(text for text in (op.description, self.note) if text) or None
         return replace(op, query=(*op.query, *self.query), headers=(*op.headers, *self.headers),
-                       responses={**op.responses, **self.responses})
+                       responses={**op.responses, **self.responses}, description=description)
 
 
 @dataclass(frozen=True)

@@ -138,7 +138,9 @@ COMPONENTS: Components = {
             "schema": {"type": "string", "minLength": 1, "pattern": "^[^{}]+$"},
         },
         "X-Hermes-Session-Key": {"name": "X-Hermes-Session-Key", "in": "header",
-                                 "description": "Long-term memory scope of the turn (at most 256 characters).",
+                                 "description": "The long-term memory scope of the turn, echoed in the answer's "
+                                                "headers; blank counts as absent. Sent to a server without an API "
+                                                "key: 403.",
                                  "schema": {"type": "string", "maxLength": 256}},
         "Idempotency-Key": {"name": "Idempotency-Key", "in": "header",
                             "description": "A non-streaming retry with the same key and request gets the first "

@@ -45,6 +45,11 @@ _JOB_FIELDS: dict[str, Any] = {
                                                                          "schedule: 1). Else 400."},
 }
 
+# What creating a job does beyond its fields and answers.
+CREATE_JOB = """\
+Stores a cron job in HERMES_HOME/cron/jobs.json, where a Hermes gateway on the same home runs it \
+(hermes-server runs none). Answers 200, not 201, as upstream."""
+
 COMPONENTS: Components = {
     "schemas": {
         "Job": {"type": "object", "properties": _JOB_PROPERTIES, "required": ["id", "name", "schedule"]},

@@ -8,6 +8,14 @@ from hermes_server.openapi.common import ANY, INPUT_MESSAGE, TOKEN_USAGE, flag, 
 _SESSION_ID = {"X-Hermes-Session-Id": {"description": "The session the response's turn is stored in.",
                                        "schema": {"type": "string"}}}
 
+# What creating a response does beyond its fields and answers.
+CREATE_RESPONSE = """\
+One agent turn, in OpenAI's Responses API shape, plain or streamed (`response.*` events). It runs on a \
+new session unless it continues a stored response (`previous_response_id`, or the latest of a named \
+`conversation`), whose session it appends to; the model sees that stored chain's history (or \
+`conversation_history`), never state.db's. The response is stored for chaining unless `store` is false; \
+`X-Hermes-Session-Id` names the session of the turn."""
+
 COMPONENTS: Components = {
     "schemas": {
         "ResponseRequest": with_example({"input": "Hello", "conversation": "demo"}, {

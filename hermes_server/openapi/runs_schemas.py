@@ -68,6 +68,19 @@ SCHEMAS: dict[str, Any] = {
                                 "choice": {"type": "string"}, "resolved": {"type": "integer", "minimum": 1}}},
 }
 
+# What the run operations do beyond their fields and answers.
+START_RUN = """\
+Starts one agent turn in the background and answers 202 at once with the run's id; poll `GET \
+/v1/runs/{run_id}` or follow its events. The turn is stored in `session_id` (default: the run id), and the \
+cap on live agent work (`--max-concurrent-runs`) answers 429 past it."""
+
+RUN_EVENTS = """\
+The run's events as server-sent events: `data:` frames (no `event:` line) until `run.completed`, \
+`run.failed` or `run.cancelled`, then `: stream closed`. A run has one queue, kept until a subscriber's \
+stream ends (or 5 minutes with none): a client that subscribes after the run ended still gets every \
+event, but two subscribers share them, and once a stream has ended the run's events are 404. Follow a \
+run from one client."""
+
 RESPONSES: dict[str, Any] = {
     "RunStarted": json_answer("The run is registered and its turn started.", "RunStarted"),
     "RunStatus": json_answer("The run's status; keys appear in the order they were first set.", "RunStatus"),

@@ -35,7 +35,7 @@ from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Effect, Method, Operation, Route
 from hermes_server.http.sse import KEEPALIVE_FRAME, data_frame, sse_response
 from hermes_server.openapi.common import AUTH_ERRORS
-from hermes_server.openapi.runs_schemas import COMPONENTS
+from hermes_server.openapi.runs_schemas import COMPONENTS, RUN_EVENTS, START_RUN
 
 STREAM_CLOSED_FRAME = b": stream closed\n\n"
 # A subscriber may come a moment before its run is registered: the events route waits this long.
@@ -212,7 +212,7 @@ def routes() -> list[Route]:
     return [
         Route(route_ids.RUNS, "/v1/runs", {
             "POST": Method(submit_run, Operation(
-                summary="Start an agent run in the background; answers at once with its id",
+                summary="Start a run", description=START_RUN,
                 responses={202: "RunStarted", 400: "BadRequest", 403: "Forbidden", 413: "PayloadTooLarge",
                            429: "TooManyRuns", **AUTH_ERRORS},
                 capability="runs", features=("run_submission",), body="RunRequest",
@@ -220,26 +220,31 @@ def routes() -> list[Route]:
         }),
         Route(route_ids.RUN_STATUS, "/v1/runs/{run_id}", {
             "GET": Method(run_status, Operation(
-                summary="The run's pollable status", responses={200: "RunStatus", 404: "NotFound", **AUTH_ERRORS},
+                summary="Get a run", description="The run's status, to poll until it is `completed`, `failed` or "
+                                                  "`cancelled`.",
+                responses={200: "RunStatus", 404: "NotFound", **AUTH_ERRORS},
                 capability="run_status", features=("run_status",))),
         }),
         Route(route_ids.RUN_EVENTS, "/v1/runs/{run_id}/events", {
             "GET": Method(run_events, Operation(
-                summary="The run's events as server-sent events (one shared queue, see docs)",
+                summary="Follow a run's events", description=RUN_EVENTS,
                 responses={200: "RunEvents", 404: "NotFound", **AUTH_ERRORS},
                 capability="run_events", features=("run_events_sse", "tool_progress_events", "approval_events"),
                 streams=True)),
         }),
         Route(route_ids.RUN_APPROVAL, "/v1/runs/{run_id}/approval", {
             "POST": Method(answer_approval, Operation(
-                summary="Answer the run's pending tool approval",
+                summary="Answer a run's approval",
+                description="Answers the oldest approval the run's agent is waiting for (or, with `all`, every one).",
                 responses={200: "RunApprovalResponse", 400: "BadRequest", 404: "NotFound", 409: "Conflict",
                            413: "PayloadTooLarge", **AUTH_ERRORS},
                 capability="run_approval", features=("run_approval_response",), body="RunApprovalRequest")),
         }),
         Route(route_ids.RUN_STOP, "/v1/runs/{run_id}/stop", {
             "POST": Method(stop_run, Operation(
-                summary="Stop a live run", responses={200: "RunStopping", 404: "NotFound", **AUTH_ERRORS},
+                summary="Stop a run", description="Stops a live run: it ends `cancelled`. A run that is not live is "
+                                                   "404 here (0.19.0).",
+                responses={200: "RunStopping", 404: "NotFound", **AUTH_ERRORS},
                 capability="run_stop", features=("run_stop",))),
         }),
     ]

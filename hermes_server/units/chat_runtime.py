@@ -57,6 +57,9 @@ UNIT = Unit(
             }, required=False),
         },
         "responses": {
+            "ChatBadRequest": {**CHAT_RESPONSES["ChatBadRequest"], "description": CHAT_RESPONSES["ChatBadRequest"][
+                "description"] + " Or `require_model_lock` with no model named, or a name that is not text "
+                                 "(`missing_model`)."},
             "ChatCompletion": {**CHAT_RESPONSES["ChatCompletion"], "description": "The assistant's reply for one turn, "
                                "and where it was routed (`runtime`)."},
             "ChatStream": {**CHAT_RESPONSES["ChatStream"], "description": "Server-sent events: run.started, "

@@ -47,7 +47,9 @@ async def steer_run(request: Request, ctx: AppContext) -> Response:
 def _routes() -> list[Route]:
     return [Route(route_ids.RUN_STEER, "/v1/runs/{run_id}/steer", {
         "POST": Method(steer_run, Operation(
-            summary="Steer a running agent (it sees the text before its next step)",
+            summary="Steer a run",
+            description="Gives the running agent text it reads before its next step; what it never took is "
+                        "`pending_steer` on `run.completed` and the status.",
             responses={200: "RunSteer", 400: "InvalidSteerInput", 404: "NotFound", 409: "SteerRefused",
                        413: "PayloadTooLarge", **AUTH_ERRORS},
             capability="run_steer", features=("run_steer",), body="RunSteerRequest"))})]
