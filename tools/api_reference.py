@@ -106,7 +106,8 @@ def type_text(document: dict[str, Any], schema: dict[str, Any]) -> str:
     names = []
     for kind in kinds if isinstance(kinds, list) else [kinds]:
         if kind == "array" and isinstance(schema.get("items"), dict) and schema["items"]:
-            names.append(f"array of {type_text(document, schema['items'])}")
+            item = type_text(document, schema["items"])
+            names.append(f"array of ({item})" if " or " in item else f"array of {item}")
         else:
             names.append(kind)
     return " or ".join(names)
@@ -331,7 +332,7 @@ def _shared_schemas(docs: dict[str, dict[str, Any]]) -> list[str]:
     """The schemas more than one request names (a user message's content and its parts)."""
     latest = docs[VERSIONS[-1]]
     lines = ["## Shared request schemas", ""]
-    for name in ("Content", "TextPart", "ImagePart"):
+    for name in ("Content", "TextPart", "ImagePart", "InputMessage"):
         schema = latest["components"]["schemas"][name]
         lines += [f"### `{name}`", "", schema.get("description") or f"Type: {type_text(latest, schema)}.", ""]
         rows = [f"`{field}` | {cells}" for field, cells in field_rows(latest, schema)]

@@ -1,4 +1,5 @@
-"""OpenAPI components of session chat (routes/chat.py): the request, the answer, and the stream's events."""
+"""OpenAPI components of session chat (routes/chat.py): the request, the answer, the stream's events, and
+what the two operations do beyond their fields (their descriptions)."""
 
 from __future__ import annotations
 

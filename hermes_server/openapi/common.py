@@ -1,5 +1,6 @@
 """The OpenAPI components every Hermes route family shares: the error envelope and its answers,
-the bearer scheme, and the parameters more than one family takes.
+the bearer scheme, the parameters more than one family takes, and what a user message and a
+conversation's message may be; and the helpers request fields are typed with.
 
 A family's own components are in its schemas module (`openapi/<family>_schemas.py`); the
 document emits only what the served operations name (openapi/document.py).
@@ -58,11 +59,7 @@ def content(description: str) -> dict[str, Any]:
 
 
 # A message of a conversation a request carries (chat completions, responses and runs).
-INPUT_MESSAGE = json_object({
-    "role": text("`user`, `assistant` or `system` (what each route does with other roles is in its "
-                 "description)."),
-    "content": content("The message's text or parts."),
-}, ["role", "content"], closed=False)
+INPUT_MESSAGE = schema_ref("InputMessage")
 
 
 COMPONENTS: Components = {
@@ -88,6 +85,11 @@ COMPONENTS: Components = {
             "anyOf": [{"type": "string"},
                       {"type": "array", "items": {"anyOf": [schema_ref("TextPart"), schema_ref("ImagePart")]}}],
         },
+        "InputMessage": json_object({
+            "role": text("`user`, `assistant` or `system` (what each route does with other roles is in its field's "
+                         "description)."),
+            "content": content("The message's text or parts."),
+        }, ["role", "content"], closed=False),
         "TextPart": json_object({
             "type": {"enum": ["text", "input_text", "output_text"], "description": "Any case, surrounding spaces "
                                                                                   "ignored."},

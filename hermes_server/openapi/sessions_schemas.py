@@ -1,5 +1,6 @@
 """OpenAPI components of the session resource routes (routes/sessions.py): the session and
-message objects, their lists, and what create, patch and fork take."""
+message objects, their lists, what create, patch and fork take and refuse, and what each
+operation does beyond its fields (its description: the hazards a connector must handle)."""
 
 from __future__ import annotations
 
