@@ -38,7 +38,8 @@ def document(server: RunningServer) -> dict[str, Any]:
     response = httpx.get(server.url + "/openapi.json", timeout=10)
     assert response.status_code == 200
     assert response.headers["content-type"] == "application/json; charset=utf-8"
-    assert len(response.content) < 64 * 1024
+    # It carries the reference's prose (docs/api.md is generated from it): 70 KB for 0.19.0.
+    assert len(response.content) < 128 * 1024
     return response.json()
 
 
