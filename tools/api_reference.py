@@ -184,14 +184,9 @@ def _auth(document: dict[str, Any], operation: dict[str, Any]) -> str:
     schemes = [scheme for requirement in operation["security"] for scheme in requirement]
     if not schemes:
         return "none"
-    texts = []
-    for scheme in schemes:
-        described = document["components"]["securitySchemes"][scheme]
-        if scheme == "bearer":
-            texts.append("the API key, `Authorization: Bearer <key>`")
-        else:
-            texts.append(f"`{scheme}`: {described.get('description', described.get('scheme', ''))}")
-    return "; ".join(texts)
+    described = document["components"]["securitySchemes"]
+    return "; ".join("the API key, `Authorization: Bearer <key>`" if scheme == "bearer" else
+                     f"`{scheme}`: {described[scheme].get('description', '')}" for scheme in schemes)
 
 
 def _parameters(item: Served) -> Iterator[tuple[str, str]]:
@@ -334,12 +329,10 @@ def _shared_schemas(docs: dict[str, dict[str, Any]]) -> list[str]:
     lines = ["## Shared request schemas", ""]
     for name in ("Content", "TextPart", "ImagePart", "InputMessage"):
         schema = latest["components"]["schemas"][name]
-        lines += [f"### `{name}`", "", schema.get("description") or f"Type: {type_text(latest, schema)}.", ""]
+        lines += [f"### `{name}`", "", f"Type: {type_text(latest, schema)}. {schema.get('description', '')}".strip(), ""]
         rows = [f"`{field}` | {cells}" for field, cells in field_rows(latest, schema)]
         if rows:
             lines += [*_table("field | type | required | rules", rows), ""]
-        elif schema.get("anyOf"):
-            lines += [f"Type: {type_text(latest, schema)}.", ""]
     return lines
 
 
