@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hermes_server import UPSTREAM_VERSION
-from hermes_server.cli.options import SERVE_OPTIONS, OptionError, resolve_all
+from hermes_server.cli.options import GROUP_TITLES, SERVE_OPTIONS, Option, OptionError, resolve_all
 from hermes_server.config import Settings
 from hermes_server.dialects import KNOWN
 from hermes_server.domain.keys import key_problem
@@ -31,6 +31,12 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def serve_options() -> tuple[tuple[Option, ...], dict[str, str]]:
+    """Every `serve` row (Hermes's, then each known dialect's) and the titles of their groups."""
+    rows = SERVE_OPTIONS + tuple(row for dialect in KNOWN for row in dialect.options)
+    return rows, {**GROUP_TITLES, **{dialect.group: dialect.group_title for dialect in KNOWN}}
 
 
 def settings_from_args(args: argparse.Namespace) -> tuple[Settings, bool]:
@@ -145,13 +151,22 @@ def serve(args: argparse.Namespace) -> int:
     from sse_starlette.sse import AppStatus
 
     from hermes_server.app import create_app, state_db_preparer
+    from hermes_server.cli.envfile import load_for, summary
     from hermes_server.cli.listen import ListenError, bind
+    from hermes_server.cli.upstream import ignored_environment, ignored_line
     from hermes_server.domain.errors import SchemaMismatch
     from hermes_server.store.migrate import add_columns_now, check_existing
 
+    loaded = load_for(args)  # before anything reads a setting: its values win over the environment's
     settings, no_auth = settings_from_args(args)
     fmt = settings.log_format
     configure_logging(settings.log_level, fmt)
+    if loaded is not None:
+        say(summary(loaded, {row.env for row in SERVE_OPTIONS if row.env}
+                    | {row.env for dialect in KNOWN for row in dialect.options if row.env}), fmt)
+    for note in (ignored_line(args), ignored_environment()):
+        if note:
+            say(note, fmt)
 
     # The socket first, then what else refuses the start, then what writes: a refused start (a port in
     # use, a refused schema or fixture, an unusable agent) writes no key file and opens no store.
