@@ -45,7 +45,6 @@ UNSUBSCRIBED_STREAM_TTL = 300.0
 SWEEP_INTERVAL = 60.0
 # How long an unanswered approval waits before it counts as a deny (upstream's default).
 APPROVAL_TIMEOUT = 60.0
-APPROVAL_CHOICES = ("once", "session", "always", "deny")
 # A kept run's status is written again when one of these fields is set (or its status changes).
 _KEPT_FIELDS = frozenset({"output", "error", "usage", "pending_steer", "session_id"})
 

@@ -50,7 +50,7 @@ from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Effect, Method, Operation, Route
 from hermes_server.http.sse import EventQueue, data_frame, event_frame, sse_response
 from hermes_server.openapi.common import AUTH_ERRORS, BODY_ERRORS
-from hermes_server.openapi.completions_schemas import COMPONENTS
+from hermes_server.openapi.completions_schemas import COMPLETIONS, COMPONENTS
 from hermes_server.routes.common import CHAT_HEADER_FEATURES, identity_headers
 
 log = logging.getLogger("hermes_server.chat")
@@ -235,7 +235,7 @@ def routes() -> list[Route]:
     return [
         Route(route_ids.CHAT_COMPLETIONS, "/v1/chat/completions", {
             "POST": Method(chat_completions, Operation(
-                summary="OpenAI-compatible chat: one agent turn, persisted as a session",
+                summary="Chat completion (OpenAI)", description=COMPLETIONS,
                 responses={200: "OpenAIChatCompletion", 403: "Forbidden", 500: "ServerError",
                            **BODY_ERRORS, **AUTH_ERRORS},
                 capability="chat_completions",
