@@ -27,6 +27,7 @@ from hermes_server.hermrun.errors import Unauthorized
 from hermes_server.hermrun.openapi import SECURITY
 from hermes_server.hermrun.requests import decode_body, parse_create, parse_list, parse_update, parse_warm
 from hermes_server.hermrun.rules import Allowance
+from hermes_server.hermrun.settings import ALLOWANCE, KEY, WINDOW_SECONDS
 from hermes_server.hermrun.store import HermRunStore
 from hermes_server.http.auth import raw_header
 from hermes_server.http.body import read_body
@@ -49,7 +50,7 @@ class Context(Protocol):
 
 def herm_run_key(settings: Settings) -> str | None:
     """The key `x-api-key` must carry: its own when set, else the server's (None: open)."""
-    return settings.herm_run_key or settings.api_key
+    return settings.extra(KEY) or settings.api_key
 
 
 def security_checks(settings: Settings) -> dict[str, Callable[[Request], None]]:
@@ -101,7 +102,7 @@ def build_routes(store: HermRunStore) -> list[Route]:
         """POST /v1/sessions: 201 and the new idle session."""
         settings = ctx.settings
         create = parse_create(await _body(request))
-        default = Allowance(settings.herm_run_allowance, settings.herm_run_window_seconds)
+        default = Allowance(settings.extra(ALLOWANCE), settings.extra(WINDOW_SECONDS))
         row = await store.create(create, ctx.now(), default, settings.deterministic)
         return HermRunJSON(projection.session_object(row), 201)
 
