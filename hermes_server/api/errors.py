@@ -73,6 +73,16 @@ def invalid_field(param: str, message: str) -> CrashingInput:
     return CrashingInput(ApiError(400, message, None, param))
 
 
+def invalid_response_json() -> ApiError:
+    """`POST /v1/responses`' own refusal of a body that is not JSON: upstream's two-field envelope."""
+    return ApiError(400, "Invalid JSON in request body", shape="two_field")
+
+
+def invalid_run_json() -> ApiError:
+    """The runs routes' own refusal of a body that is not JSON (submit, approval): no code."""
+    return ApiError(400, "Invalid JSON")
+
+
 def crashing_non_object() -> CrashingInput:
     """D6: a body that is not a JSON object where 0.19.0's handler crashes on it (its bare 500)."""
     return CrashingInput(not_an_object())

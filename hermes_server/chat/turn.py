@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -31,6 +31,7 @@ from hermes_server.agents.base import (
 )
 from hermes_server.chat.hooks import Hooks
 from hermes_server.chat.interrupt import Stop, TurnStopped, held, stoppable
+from hermes_server.chat.replay import Idempotency, ReplayCache
 from hermes_server.chat.tasks import TurnTasks
 from hermes_server.config import Settings
 from hermes_server.domain.clock import Clock
@@ -56,6 +57,7 @@ class TurnContext(Protocol):
     ids: IdSource
     hooks: Hooks
     turns: TurnTasks
+    replays: ReplayCache[TurnOutcome]
 
 
 @dataclass(frozen=True)
@@ -198,15 +200,23 @@ async def run_turn(ctx: TurnContext, turn: ChatTurn,
     )
 
 
-async def answer(ctx: TurnContext, turn: ChatTurn, failure: type[AgentFailed] = AgentFailed) -> TurnOutcome:
+async def answer(ctx: TurnContext, turn: ChatTurn, failure: type[AgentFailed] = AgentFailed,
+                 idempotency: Idempotency | None = None) -> TurnOutcome:
     """Run a turn for a client that waits for its outcome; an agent exception becomes `failure`.
 
-    The turn is spawned and shielded: the client going away cancels only the wait.
+    The turn is spawned and shielded: the client going away cancels only the wait. With
+    `idempotency`, a retry of the same request gets the first one's turn (chat/replay.py):
+    its outcome when it is over, else a wait on it.
     """
-    return await settle(turn, asyncio.shield(ctx.turns.spawn(run_turn(ctx, turn))), failure)
+    def start() -> asyncio.Task[TurnOutcome]:
+        return ctx.turns.spawn(run_turn(ctx, turn))
+
+    if idempotency is None:
+        return await _settle(turn, asyncio.shield(start()), failure)
+    return await _settle(turn, ctx.replays.run(idempotency, start), failure)
 
 
-async def settle(turn: ChatTurn, outcome: Any, failure: type[AgentFailed] = AgentFailed) -> TurnOutcome:
+async def _settle(turn: ChatTurn, outcome: Awaitable[TurnOutcome], failure: type[AgentFailed]) -> TurnOutcome:
     """Await a running turn's outcome; an agent exception is logged (its type only) and raised as `failure`."""
     try:
         return await outcome

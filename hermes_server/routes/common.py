@@ -5,12 +5,14 @@ The one module routes may share; route modules never import each other.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl
 
 from starlette.requests import Request
 
 from hermes_server.api.errors import session_not_found
+from hermes_server.chat.replay import Idempotency
 from hermes_server.context import AppContext
 from hermes_server.domain.model_lock import Inventory
 from hermes_server.store import sessions
@@ -43,6 +45,14 @@ def identity_headers(session_id: str, key: str | None) -> dict[str, str]:
     if key:
         headers["X-Hermes-Session-Key"] = key
     return headers
+
+
+def idempotency(request: Request, body: dict[str, Any],
+                fingerprint: Callable[[dict[str, Any]], str]) -> Idempotency | None:
+    """The `Idempotency-Key` a waited-for turn is replayed by, with the body's `fingerprint`
+    (taken only when a key was sent); None without one (an empty value is none)."""
+    key = request.headers.get("idempotency-key")
+    return Idempotency(key, fingerprint(body)) if key else None
 
 
 def first_query_values(request: Request) -> dict[str, str]:

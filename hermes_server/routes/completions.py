@@ -29,7 +29,8 @@ from starlette.responses import Response
 from hermes_server.agents.base import AgentEvent, Delta, ToolEvent
 from hermes_server.api.errors import crashing_non_object
 from hermes_server.api.session_key import session_key
-from hermes_server.chat.turn import ChatTurn, answer, run_turn, settle
+from hermes_server.chat.replay import Idempotency
+from hermes_server.chat.turn import ChatTurn, answer, run_turn
 from hermes_server.context import AppContext
 from hermes_server.domain import route_ids
 from hermes_server.domain.errors import CompletionFailed
@@ -51,7 +52,7 @@ from hermes_server.http.routing import Effect, Method, Operation, Route
 from hermes_server.http.sse import EventQueue, data_frame, event_frame, sse_response
 from hermes_server.openapi.common import AUTH_ERRORS, BODY_ERRORS
 from hermes_server.openapi.completions_schemas import COMPONENTS
-from hermes_server.routes.common import CHAT_HEADER_FEATURES, identity_headers
+from hermes_server.routes.common import CHAT_HEADER_FEATURES, idempotency, identity_headers
 
 log = logging.getLogger("hermes_server.chat")
 
@@ -71,7 +72,8 @@ class CompletionRequest:
     turn: ChatTurn
     model: Any  # the body's `model`, echoed as sent (any JSON value), else the served name
     stream: bool
-    fingerprint: str
+    # The non-streaming answer's replay key (upstream ignores one on a stream).
+    idempotency: Idempotency | None
 
 
 def _continuation(request: Request, api_key: str | None) -> str | None:
@@ -99,7 +101,8 @@ async def _validated(request: Request, ctx: AppContext) -> CompletionRequest:
         turn = ChatTurn(derived_session_id(conversation), conversation.user_message, conversation.instruction,
                         key, history=conversation.history, origin=request.scope)
     return CompletionRequest(
-        turn, body.get("model", settings.model_name), request_bool(body.get("stream")), request_fingerprint(body),
+        turn, body.get("model", settings.model_name), request_bool(body.get("stream")),
+        idempotency(request, body, request_fingerprint),
     )
 
 
@@ -119,15 +122,8 @@ def _completion_id(ctx: AppContext) -> str:
 # -- the non-streaming answer ---------------------------------------------------
 
 
-async def _complete(request: Request, ctx: AppContext, req: CompletionRequest) -> Response:
-    idempotency_key = request.headers.get("idempotency-key")
-    if idempotency_key:
-        def start() -> Any:
-            return ctx.turns.spawn(run_turn(ctx, req.turn))
-
-        outcome = await settle(req.turn, ctx.replays.run(idempotency_key, req.fingerprint, start), CompletionFailed)
-    else:
-        outcome = await answer(ctx, req.turn, CompletionFailed)
+async def _complete(ctx: AppContext, req: CompletionRequest) -> Response:
+    outcome = await answer(ctx, req.turn, CompletionFailed, req.idempotency)
     return HermesJSONResponse(
         {
             "id": _completion_id(ctx),
@@ -227,7 +223,7 @@ async def chat_completions(request: Request, ctx: AppContext) -> Response:
         admission.release()  # the turn's task is spawned next, with nothing awaited between
         if req.stream:
             return _stream(request, ctx, req)
-        return await _complete(request, ctx, req)
+        return await _complete(ctx, req)
 
 
 def routes() -> list[Route]:

@@ -18,11 +18,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from hermes_server.api.deviations import CrashingInput
-from hermes_server.api.errors import crashing_non_object
+from hermes_server.api.errors import crashing_non_object, invalid_response_json
 from hermes_server.api.session_key import session_key
 from hermes_server.chat.response_stream import ResponseStream, stream_response
 from hermes_server.chat.slots import Admission
-from hermes_server.chat.turn import ChatTurn, answer, run_turn, settle
+from hermes_server.chat.turn import ChatTurn, answer
 from hermes_server.context import AppContext
 from hermes_server.domain import route_ids
 from hermes_server.domain.errors import CompletionFailed
@@ -37,15 +37,11 @@ from hermes_server.http.routing import Effect, Method, Operation, Route
 from hermes_server.http.sse import EventQueue, event_frame, sse_response
 from hermes_server.openapi.common import AUTH_ERRORS
 from hermes_server.openapi.responses_schemas import COMPONENTS
-from hermes_server.routes.common import identity_headers
+from hermes_server.routes.common import idempotency, identity_headers
 
 log = logging.getLogger("hermes_server.chat")
 
 NO_RESPONSE = "(No response generated)"
-
-
-def _invalid_json() -> ApiError:
-    return ApiError(400, "Invalid JSON in request body", shape="two_field")
 
 
 def _not_found(response_id: str) -> ApiError:
@@ -107,7 +103,7 @@ async def create_response(request: Request, ctx: AppContext) -> Response:
 async def _respond(request: Request, ctx: AppContext, admission: Admission) -> Response:
     settings = ctx.settings
     key = session_key(request, settings.api_key)
-    body = await read_json_object(request, crashing_non_object, _invalid_json)
+    body = await read_json_object(request, crashing_non_object, invalid_response_json)
     parsed = parse_response_input(body, settings.model_name, lax_instructions=ctx.behaviour.lax_instructions)
     previous = parsed.previous_response_id
     if parsed.conversation:
@@ -139,13 +135,9 @@ async def _respond(request: Request, ctx: AppContext, admission: Admission) -> R
         ctx.turns.spawn(stream_response(ctx, stream, turn, history, save))
         frames = ctx.hooks.stream(request.scope, sink.queue.frames(settings.keepalive_seconds))
         return sse_response(frames, identity_headers(session_id, key))
-    idempotency_key = request.headers.get("idempotency-key")
+    replay = idempotency(request, body, fingerprint)
     admission.release()  # the turn's task is spawned next, with nothing awaited between
-    if idempotency_key:
-        outcome = await settle(turn, ctx.replays.run(idempotency_key, fingerprint(body),
-                                                     lambda: ctx.turns.spawn(run_turn(ctx, turn))), CompletionFailed)
-    else:
-        outcome = await answer(ctx, turn, CompletionFailed)
+    outcome = await answer(ctx, turn, CompletionFailed, replay)
     final = outcome.final_text or NO_RESPONSE
     response_id = f"resp_{ctx.ids.hex(28)}"
     data = {

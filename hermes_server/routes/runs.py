@@ -18,7 +18,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from hermes_server.api.errors import crashing_non_object, invalid_field
+from hermes_server.api.errors import crashing_non_object, invalid_field, invalid_run_json
 from hermes_server.api.session_key import session_key
 from hermes_server.chat.runs import APPROVAL_CHOICES, LiveRun, RunSpec, run_in_background
 from hermes_server.chat.slots import Admission
@@ -44,10 +44,6 @@ SUBSCRIBE_POLL_SECONDS = 0.05
 _CHOICE_ALIASES = {"approve": "once", "approved": "once", "allow": "once"}
 
 
-def invalid_json() -> ApiError:
-    return ApiError(400, "Invalid JSON")
-
-
 def run_not_found(run_id: str) -> ApiError:
     return ApiError(404, f"Run not found: {run_id}", "run_not_found")
 
@@ -57,7 +53,7 @@ async def submit_run(request: Request, ctx: AppContext) -> Response:
     run, start its turn, answer 202."""
     key = session_key(request, ctx.settings.api_key)
     with ctx.slots.admit() as admission:
-        body = await read_json_object(request, crashing_non_object, invalid_json)
+        body = await read_json_object(request, crashing_non_object, invalid_run_json)
         prepared = await prepare(ctx, body, request.scope)
         run_id, live = register(ctx, prepared)
         spawn(ctx, prepared, run_id, live, key, admission)
@@ -196,7 +192,7 @@ async def answer_approval(request: Request, ctx: AppContext) -> Response:
     run_id = request.path_params["run_id"]
     if await status_of(ctx, run_id) is None:
         raise run_not_found(run_id)
-    body = await read_json_object(request, crashing_non_object, invalid_json)
+    body = await read_json_object(request, crashing_non_object, invalid_run_json)
     choice = _choice(body)
     every = request_bool(body.get("all")) or request_bool(body.get("resolve_all"))
     resolved = ctx.runs.respond(run_id, choice, every)
