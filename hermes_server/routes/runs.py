@@ -20,6 +20,7 @@ from starlette.responses import Response
 
 from hermes_server.api.errors import crashing_non_object, invalid_field, invalid_run_json
 from hermes_server.api.session_key import session_key
+from hermes_server.chat.responses import continuation
 from hermes_server.chat.runs import APPROVAL_CHOICES, LiveRun, RunSpec, run_in_background
 from hermes_server.chat.slots import Admission
 from hermes_server.context import AppContext
@@ -83,22 +84,13 @@ class Prepared:
 async def prepare(ctx: AppContext, body: dict[str, Any], origin: Any) -> Prepared:
     """The body's input, then the history from `previous_response_id` when the body gives none."""
     parsed = parse_run_input(body, ctx.settings.model_name)
-    history, stored_session, instructions = parsed.history, None, parsed.instructions
-    if not history and parsed.previous_response_id:
-        previous = parsed.previous_response_id
-        if isinstance(previous, str) and has_lone_surrogate(previous):  # 0.19.0 fails looking it up
-            raise invalid_field("previous_response_id",
-                                "Invalid value for 'previous_response_id': text must be valid Unicode")
-        stored = await ctx.response_store.get(previous)
-        if stored is not None:  # an unknown previous_response_id is ignored, as upstream does
-            history = list(stored.get("conversation_history") or [])
-            stored_session = stored.get("session_id")
-            if instructions is None:
-                instructions = stored.get("instructions")
-    if not history:
-        history = parsed.earlier
-    history, prompt = model_turn(history, parsed.user_message)
-    return Prepared(parsed, parsed.session_id or stored_session, history, instructions, prompt, origin)
+    previous = parsed.previous_response_id
+    if not parsed.history and isinstance(previous, str) and has_lone_surrogate(previous):  # 0.19.0 fails looking it up
+        raise invalid_field("previous_response_id", "Invalid value for 'previous_response_id': text must be valid Unicode")
+    # An unknown previous_response_id is ignored, as upstream does.
+    continued = await continuation(ctx.response_store, previous, parsed.history, parsed.instructions, missing=None)
+    history, prompt = model_turn(continued.history or parsed.earlier, parsed.user_message)
+    return Prepared(parsed, parsed.session_id or continued.session_id, history, continued.instructions, prompt, origin)
 
 
 def register(ctx: AppContext, prepared: Prepared) -> tuple[str, LiveRun]:
