@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from hermes_server.chat.replay import Idempotency
-from hermes_server.chat.response_stream import EventSink, ResponseStream, stream_response
+from hermes_server.chat.response_stream import ResponseStream
 from hermes_server.chat.slots import Admission
+from hermes_server.chat.stream import EventSink, TurnStream
 from hermes_server.chat.turn import ChatTurn, TurnContext, answer
 from hermes_server.domain.errors import CompletionFailed
 from hermes_server.domain.response_history import model_turn
@@ -110,12 +111,13 @@ async def prepare(ctx: ResponsesContext, parsed: ResponseInput, key: str | None,
 
 
 class ResponseSaver:
-    """Stores one response's envelope and history (and advances its conversation), when `store` is on."""
+    """Stores one response's envelope and the history a chained request continues from (and
+    advances its conversation), when `store` is on."""
 
     def __init__(self, ctx: ResponsesContext, response_id: str, prepared: ResponseTurn) -> None:
         self.ctx, self.response_id, self.prepared = ctx, response_id, prepared
 
-    async def __call__(self, envelope: dict[str, Any], history: list[dict[str, Any]]) -> None:
+    async def _put(self, envelope: dict[str, Any], history: list[dict[str, Any]]) -> None:
         prepared = self.prepared
         if not prepared.store:
             return
@@ -129,37 +131,47 @@ class ResponseSaver:
         except Exception as exc:  # noqa: BLE001 - the answer stands; only the chaining is lost
             log.warning("response %s could not be stored (%s)", self.response_id, type(exc).__name__)
 
-    async def completed(self, envelope: dict[str, Any], history: list[dict[str, Any]], user_message: Any,
-                        turn_messages: list[dict[str, Any]]) -> None:
-        """Store a finished turn on `history` (as the request gave it, before the model's merge)."""
-        await self(envelope, self.ctx.behaviour.history_after_turn(history, user_message, turn_messages))
+    def _asked(self) -> list[dict[str, Any]]:
+        """The history and the turn's user message, as the request gave them."""
+        return [*self.prepared.history, {"role": "user", "content": self.prepared.turn.user_message}]
+
+    async def created(self, envelope: dict[str, Any]) -> None:
+        """A streamed response as it starts, before its turn has answered."""
+        await self._put(envelope, self._asked())
+
+    async def completed(self, envelope: dict[str, Any], turn_messages: list[dict[str, Any]]) -> None:
+        """A finished turn: the history before the model's merge, as the release continues it."""
+        prepared = self.prepared
+        await self._put(envelope, self.ctx.behaviour.history_after_turn(prepared.history, prepared.turn.user_message,
+                                                                       turn_messages))
+
+    async def failed(self, envelope: dict[str, Any], reply: str) -> None:
+        """A failed streamed turn, continued from with `reply` (its text so far, else the error) as
+        the assistant's."""
+        await self._put(envelope, [*self._asked(), {"role": "assistant", "content": reply}])
 
 
 async def respond(ctx: ResponsesContext, prepared: ResponseTurn, idempotency: Idempotency | None) -> dict[str, Any]:
     """Run the turn for a client that waits (a replay of `idempotency` gets the first request's
     turn), store its response, and return the response object."""
-    turn = prepared.turn
-    outcome = await answer(ctx, turn, CompletionFailed, idempotency)
+    outcome = await answer(ctx, prepared.turn, CompletionFailed, idempotency)
     final = outcome.final_text or NO_RESPONSE
     response_id = f"resp_{ctx.ids.hex(28)}"
     data = {
         "id": response_id, "object": "response", "status": "completed", "created_at": int(ctx.clock.now()),
         "model": prepared.model, "output": output_items(outcome.messages, final), "usage": outcome.usage.public(),
     }
-    await ResponseSaver(ctx, response_id, prepared).completed(data, prepared.history, turn.user_message,
-                                                              outcome.messages)
+    await ResponseSaver(ctx, response_id, prepared).completed(data, outcome.messages)
     return data
 
 
 async def start_stream(ctx: ResponsesContext, prepared: ResponseTurn, sink: EventSink, admission: Admission) -> None:
-    """Send `response.created`, store it as the response so far, and start the turn (the admission
-    ends as it is handed to its task): its events go to `sink` as they happen."""
+    """Store the response as `response.created` shows it, then start the stream and its turn (the
+    admission ends as the turn gets its task): its events go to `sink` as they happen."""
     response_id = f"resp_{ctx.ids.hex(28)}"
     save = ResponseSaver(ctx, response_id, prepared)
-    stream = ResponseStream(ctx, sink, response_id, prepared.model, int(ctx.clock.now()),
+    stream = ResponseStream(ctx, sink, response_id, prepared.model, int(ctx.clock.now()), save,
                             upstream_events=ctx.behaviour.upstream_response_events)
-    created = {**stream.envelope("in_progress"), "output": []}
-    stream.write("response.created", {"response": created})
-    await save(created, [*prepared.history, {"role": "user", "content": prepared.turn.user_message}])
+    await save.created(stream.created())
     admission.release()
-    ctx.turns.spawn(stream_response(ctx, stream, prepared.turn, prepared.history, save))
+    TurnStream.start(ctx, prepared.turn, stream)

@@ -8,8 +8,6 @@ response kept for the next one are the use case's (chat/responses.py).
 
 from __future__ import annotations
 
-from typing import Any
-
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -29,23 +27,10 @@ from hermes_server.families import Family
 from hermes_server.http.body import read_json_object
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Effect, Method, Operation, Route
-from hermes_server.http.sse import EventQueue, event_frame, sse_response
+from hermes_server.http.sse import EventQueue
 from hermes_server.openapi.common import AUTH_ERRORS
 from hermes_server.openapi.responses_schemas import COMPONENTS
-from hermes_server.routes.common import idempotency, identity_headers
-
-
-class _FrameSink:
-    """A streamed response's events as `event:`/`data:` frames (ASCII-escaped JSON) on a queue."""
-
-    def __init__(self) -> None:
-        self.queue = EventQueue()
-
-    def event(self, kind: str, payload: dict[str, Any]) -> None:
-        self.queue.put(event_frame(kind, payload, ascii_only=True))
-
-    def close(self) -> None:
-        self.queue.close()
+from hermes_server.routes.common import idempotency, identity_headers, stream_answer
 
 
 async def create_response(request: Request, ctx: AppContext) -> Response:
@@ -61,10 +46,9 @@ async def _respond(request: Request, ctx: AppContext, admission: Admission) -> R
     prepared = await responses.prepare(ctx, parsed, key, request.scope, previous_response_not_found)
     headers = identity_headers(prepared.turn.session_id, key)
     if parsed.stream:
-        sink = _FrameSink()
-        await responses.start_stream(ctx, prepared, sink, admission)
-        frames = ctx.hooks.stream(request.scope, sink.queue.frames(ctx.settings.keepalive_seconds))
-        return sse_response(frames, headers)
+        events = EventQueue(ascii_only=True)
+        await responses.start_stream(ctx, prepared, events, admission)
+        return stream_answer(request, ctx, events, headers)
     replay = idempotency(request, body, fingerprint)
     admission.release()  # the turn's task is spawned next, with nothing awaited between
     return HermesJSONResponse(await responses.respond(ctx, prepared, replay), headers=headers)

@@ -23,6 +23,7 @@ from hermes_server.api.session_key import session_key
 from hermes_server.chat.responses import continuation
 from hermes_server.chat.runs import APPROVAL_CHOICES, LiveRun, RunSpec, run_in_background
 from hermes_server.chat.slots import Admission
+from hermes_server.chat.stream import StreamEvent
 from hermes_server.context import AppContext
 from hermes_server.domain import route_ids, run_keys
 from hermes_server.domain.openai_messages import request_bool
@@ -34,9 +35,10 @@ from hermes_server.http.body import read_json_object
 from hermes_server.http.errors import ApiError
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Effect, Method, Operation, Route
-from hermes_server.http.sse import KEEPALIVE_FRAME, data_frame, sse_response
+from hermes_server.http.sse import drain, frame
 from hermes_server.openapi.common import AUTH_ERRORS
 from hermes_server.openapi.runs_schemas import COMPONENTS
+from hermes_server.routes.common import stream_answer
 
 STREAM_CLOSED_FRAME = b": stream closed\n\n"
 # A subscriber may come a moment before its run is registered: the events route waits this long.
@@ -123,24 +125,19 @@ async def status_of(ctx: AppContext, run_id: str) -> dict[str, Any] | None:
     return await ctx.runs.hydrate(run_keys.scope(ctx.settings.api_key), run_id)
 
 
-async def _event_frames(ctx: AppContext, run_id: str, queue: asyncio.Queue[Any]) -> AsyncIterator[bytes]:
-    """The run's queued events as `data:` frames, then `: stream closed`; the queue goes with the stream."""
-    keepalive = ctx.settings.keepalive_seconds
-    try:
-        while True:
-            try:
-                event = await asyncio.wait_for(queue.get(), keepalive)
-            except TimeoutError:
-                yield KEEPALIVE_FRAME
-                continue
-            if event is None:
-                yield STREAM_CLOSED_FRAME
-                return
-            yield data_frame(event)
-    finally:
+def _event_frames(ctx: AppContext, run_id: str, queue: asyncio.Queue[Any]) -> AsyncIterator[bytes]:
+    """The run's queued events as unnamed `data:` events, then `: stream closed`; the queue goes
+    with the stream, however it ends."""
+    def gone() -> None:
         ctx.runs.subscribed.discard(run_id)
         if ctx.runs.streams.get(run_id) is queue:
             ctx.runs.drop_stream(run_id)
+
+    return drain(queue, ctx.settings.keepalive_seconds, _run_frame, last=STREAM_CLOSED_FRAME, done=gone)
+
+
+def _run_frame(event: dict[str, Any]) -> bytes:
+    return frame(StreamEvent(event), ascii_only=True)
 
 
 async def run_events(request: Request, ctx: AppContext) -> Response:
@@ -153,8 +150,7 @@ async def run_events(request: Request, ctx: AppContext) -> Response:
     else:
         raise run_not_found(run_id)
     ctx.runs.subscribed.add(run_id)
-    frames = _event_frames(ctx, run_id, ctx.runs.streams[run_id])
-    return sse_response(ctx.hooks.stream(request.scope, frames), {}, cors=False)
+    return stream_answer(request, ctx, _event_frames(ctx, run_id, ctx.runs.streams[run_id]), {}, cors=False)
 
 
 async def stop_run(request: Request, ctx: AppContext) -> Response:
