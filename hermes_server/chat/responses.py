@@ -91,7 +91,7 @@ class ResponseTurn:
     conversation: Any
 
 
-async def prepare(ctx: ResponsesContext, parsed: ResponseInput, key: str | None, origin: Any,
+async def prepare(ctx: ResponsesContext, parsed: ResponseInput, key: str | None,
                   missing: Callable[[Any], Exception]) -> ResponseTurn:
     """The turn of a parsed request: the history it continues (a named conversation's latest
     response, else `previous_response_id`; `missing` for an unknown one), its user message,
@@ -105,8 +105,7 @@ async def prepare(ctx: ResponsesContext, parsed: ResponseInput, key: str | None,
     stored_session = continued.session_id
     session_id = stored_session if isinstance(stored_session, str) and stored_session else ctx.ids.uuid()
     seen, prompt = model_turn(history, user_message)
-    turn = ChatTurn(session_id, user_message, continued.instructions or None, key, history=seen, origin=origin,
-                    prompt=prompt)
+    turn = ChatTurn(session_id, user_message, continued.instructions or None, key, history=seen, prompt=prompt)
     return ResponseTurn(turn, history, continued.instructions, parsed.model, parsed.store, parsed.conversation)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -29,7 +29,7 @@ from hermes_server.agents.base import (
     TurnResult,
     assistant_message,
 )
-from hermes_server.chat.hooks import Hooks
+from hermes_server.chat.hooks import Hooks, Point
 from hermes_server.chat.interrupt import Stop, TurnStopped, held, stoppable
 from hermes_server.chat.replay import Idempotency, ReplayCache
 from hermes_server.chat.tasks import TurnTasks
@@ -37,7 +37,7 @@ from hermes_server.config import Settings
 from hermes_server.domain.clock import Clock
 from hermes_server.domain.compression import continuation_id
 from hermes_server.domain.content import UserMessage, conversation_history, stored_user_content
-from hermes_server.domain.errors import AgentFailed, DatabaseUnavailable, StorageFault
+from hermes_server.domain.errors import AgentFailed, StorageFault
 from hermes_server.domain.ids import IdSource
 from hermes_server.domain.projection import message_projection
 from hermes_server.domain.usage import Usage
@@ -72,8 +72,6 @@ class ChatTurn:
     # What the model sees before the turn when the client sends it (chat completions
     # without X-Hermes-Session-Id); None: the session's stored history. Never stored.
     history: list[dict[str, Any]] | None = None
-    # The ASGI scope of the request that started the turn, for the test-control hooks.
-    origin: Mapping[str, Any] | None = None
     # A structured run's stop request and approval gate (other routes have neither).
     stop: Stop | None = None
     approvals: ApprovalGate | None = None
@@ -98,8 +96,7 @@ async def load_history(ctx: TurnContext, turn: ChatTurn) -> list[dict[str, Any]]
     """Active messages of the exact id in conversation form; on failure, empty (logged, no text)."""
     session_id = turn.session_id
     try:
-        if ctx.hooks.history_load_fails(turn.origin):  # an injected fault, handled as upstream does
-            raise DatabaseUnavailable("history load failed (injected fault)")
+        await ctx.hooks.at(Point.HISTORY_LOAD).happen()  # test control may fail it, handled as upstream does
         rows = await ctx.db.read(messages.active_messages, session_id)
     except Exception as exc:  # noqa: BLE001 - upstream runs the turn without history
         log.warning("history of session %r could not be loaded (%s); running the turn with empty history",
@@ -128,8 +125,7 @@ async def _begin(ctx: TurnContext, turn: ChatTurn, history: list[dict[str, Any]]
                  book: _Bookkeeping) -> turns.TurnStart:
     now = ctx.clock.now()
     try:
-        if ctx.hooks.persistence_fails(turn.origin):  # an injected fault: the whole turn goes unrecorded
-            raise DatabaseUnavailable("turn not stored (injected fault)")
+        await ctx.hooks.at(Point.PERSIST).happen()  # test control may fail it: the whole turn goes unrecorded
         return await ctx.db.write(
             turns.begin_turn, turn.session_id,
             model=ctx.agent.model, system_prompt=SYSTEM_PROMPT, fresh_history=not history,
@@ -145,8 +141,7 @@ async def _begin(ctx: TurnContext, turn: ChatTurn, history: list[dict[str, Any]]
 async def _finish(ctx: TurnContext, turn: ChatTurn, session_id: str, result: TurnResult,
                   book: _Bookkeeping, accounted: bool = True) -> None:
     try:
-        if ctx.hooks.persistence_fails(turn.origin):
-            raise DatabaseUnavailable("turn not stored (injected fault)")
+        await ctx.hooks.at(Point.PERSIST).happen()
         await ctx.db.write(
             turns.finish_turn, session_id, result.messages, result.usage if accounted else None,
             model=ctx.agent.model, reported_model=result.model, now=ctx.clock.now(),

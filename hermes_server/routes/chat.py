@@ -45,7 +45,7 @@ async def validated_turn(request: Request, ctx: AppContext) -> ChatTurn:
     message = extract_user_message(body)
     system = system_instruction(body)
     runtime = ctx.behaviour.turn_runtime(row.get("model_config"), body, inventory(ctx))
-    return ChatTurn(session_id, message, system, key, origin=request.scope, runtime=runtime)
+    return ChatTurn(session_id, message, system, key, runtime=runtime)
 
 
 async def session_chat(request: Request, ctx: AppContext) -> Response:
@@ -69,7 +69,7 @@ async def session_chat_stream(request: Request, ctx: AppContext) -> Response:
     events = EventQueue(ascii_only=False)
     stream = SessionStream(ctx, turn, events, ctx.behaviour.stream_runs, ctx.runs)
     stream.run.attach(TurnStream.start(ctx, stream.turn, stream))
-    return stream_answer(request, ctx, events, identity_headers(turn.session_id, turn.session_key))
+    return stream_answer(ctx, events, identity_headers(turn.session_id, turn.session_key))
 
 
 def routes() -> list[Route]:

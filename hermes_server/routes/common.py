@@ -14,6 +14,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from hermes_server.api.errors import session_not_found
+from hermes_server.chat.hooks import Point
 from hermes_server.chat.replay import Idempotency
 from hermes_server.context import AppContext
 from hermes_server.domain.model_lock import Inventory
@@ -58,13 +59,13 @@ def idempotency(request: Request, body: dict[str, Any],
     return Idempotency(key, fingerprint(body)) if key else None
 
 
-def stream_answer(request: Request, ctx: AppContext, frames: AsyncIterator[bytes] | EventQueue,
+def stream_answer(ctx: AppContext, frames: AsyncIterator[bytes] | EventQueue,
                   headers: dict[str, str], *, cors: bool = True) -> Response:
     """Every stream's response: its frames (a queue's, with the idle keepalive), as test control
     lets them through (a fault's hook may cut them; nothing by default), with upstream's headers."""
     if isinstance(frames, EventQueue):
         frames = frames.frames(ctx.settings.keepalive_seconds)
-    return sse_response(ctx.hooks.stream(request.scope, frames), headers, cors=cors)
+    return sse_response(ctx.hooks.at(Point.STREAM).frames(frames), headers, cors=cors)
 
 
 def first_query_values(request: Request) -> dict[str, str]:

@@ -88,11 +88,10 @@ async def _validated(request: Request, ctx: AppContext) -> CompletionRequest:
     key = session_key(request, settings.api_key)
     continued = _continuation(request, settings.api_key)
     if continued is not None:
-        turn = ChatTurn(continued, conversation.user_message, conversation.instruction, key,
-                        origin=request.scope)
+        turn = ChatTurn(continued, conversation.user_message, conversation.instruction, key)
     else:
         turn = ChatTurn(derived_session_id(conversation), conversation.user_message, conversation.instruction,
-                        key, history=conversation.history, origin=request.scope)
+                        key, history=conversation.history)
     return CompletionRequest(
         turn, body.get("model", settings.model_name), request_bool(body.get("stream")),
         idempotency(request, body, request_fingerprint),
@@ -122,7 +121,7 @@ def _stream(request: Request, ctx: AppContext, req: CompletionRequest) -> Respon
     """The turn as OpenAI chunks (chat/completion_stream.py)."""
     events = EventQueue(ascii_only=True)
     TurnStream.start(ctx, req.turn, ChunkStream(ctx, req.turn, events, req.model))
-    return stream_answer(request, ctx, events, identity_headers(req.turn.session_id, req.turn.session_key))
+    return stream_answer(ctx, events, identity_headers(req.turn.session_id, req.turn.session_key))
 
 
 async def chat_completions(request: Request, ctx: AppContext) -> Response:

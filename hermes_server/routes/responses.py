@@ -43,12 +43,12 @@ async def _respond(request: Request, ctx: AppContext, admission: Admission) -> R
     key = session_key(request, ctx.settings.api_key)
     body = await read_json_object(request, crashing_non_object, invalid_response_json)
     parsed = parse_response_input(body, ctx.settings.model_name, lax_instructions=ctx.behaviour.lax_instructions)
-    prepared = await responses.prepare(ctx, parsed, key, request.scope, previous_response_not_found)
+    prepared = await responses.prepare(ctx, parsed, key, previous_response_not_found)
     headers = identity_headers(prepared.turn.session_id, key)
     if parsed.stream:
         events = EventQueue(ascii_only=True)
         await responses.start_stream(ctx, prepared, events, admission)
-        return stream_answer(request, ctx, events, headers)
+        return stream_answer(ctx, events, headers)
     replay = idempotency(request, body, fingerprint)
     admission.release()  # the turn's task is spawned next, with nothing awaited between
     return HermesJSONResponse(await responses.respond(ctx, prepared, replay), headers=headers)

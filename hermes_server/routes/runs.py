@@ -57,7 +57,7 @@ async def submit_run(request: Request, ctx: AppContext) -> Response:
     key = session_key(request, ctx.settings.api_key)
     with ctx.slots.admit() as admission:
         body = await read_json_object(request, crashing_non_object, invalid_run_json)
-        prepared = await prepare(ctx, body, request.scope)
+        prepared = await prepare(ctx, body)
         run_id, live = register(ctx, prepared)
         spawn(ctx, prepared, run_id, live, key, admission)
     return accepted({"run_id": run_id, "status": "started"}, key)
@@ -80,10 +80,9 @@ class Prepared:
     history: list[dict[str, Any]]
     instructions: Any
     prompt: Any
-    origin: Any
 
 
-async def prepare(ctx: AppContext, body: dict[str, Any], origin: Any) -> Prepared:
+async def prepare(ctx: AppContext, body: dict[str, Any]) -> Prepared:
     """The body's input, then the history from `previous_response_id` when the body gives none."""
     parsed = parse_run_input(body, ctx.settings.model_name)
     previous = parsed.previous_response_id
@@ -92,7 +91,7 @@ async def prepare(ctx: AppContext, body: dict[str, Any], origin: Any) -> Prepare
     # An unknown previous_response_id is ignored, as upstream does.
     continued = await continuation(ctx.response_store, previous, parsed.history, parsed.instructions, missing=None)
     history, prompt = model_turn(continued.history or parsed.earlier, parsed.user_message)
-    return Prepared(parsed, parsed.session_id or continued.session_id, history, continued.instructions, prompt, origin)
+    return Prepared(parsed, parsed.session_id or continued.session_id, history, continued.instructions, prompt)
 
 
 def register(ctx: AppContext, prepared: Prepared) -> tuple[str, LiveRun]:
@@ -105,7 +104,7 @@ def spawn(ctx: AppContext, prepared: Prepared, run_id: str, live: LiveRun, key: 
           admission: Admission) -> None:
     """Start the registered run's turn (the admission ends as it is handed to its task)."""
     spec = RunSpec(run_id, ctx.runs.statuses[run_id]["session_id"], prepared.parsed.user_message, prepared.history,
-                   prepared.instructions, key, prepared.origin, prepared.prompt)
+                   prepared.instructions, key, prepared.prompt)
     admission.release()
     live.task = ctx.turns.spawn(run_in_background(ctx, ctx.runs, spec, live))
 
@@ -150,7 +149,7 @@ async def run_events(request: Request, ctx: AppContext) -> Response:
     else:
         raise run_not_found(run_id)
     ctx.runs.subscribed.add(run_id)
-    return stream_answer(request, ctx, _event_frames(ctx, run_id, ctx.runs.streams[run_id]), {}, cors=False)
+    return stream_answer(ctx, _event_frames(ctx, run_id, ctx.runs.streams[run_id]), {}, cors=False)
 
 
 async def stop_run(request: Request, ctx: AppContext) -> Response:

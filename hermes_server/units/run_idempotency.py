@@ -46,7 +46,7 @@ async def submit_run(request: Request, ctx: AppContext) -> Response:
     key = session_key(request, ctx.settings.api_key)
     body = await read_json_object(request, crashing_non_object, invalid_run_json)
     claim = _claim(request, ctx, body, key)
-    prepared = await prepare(ctx, body, request.scope)
+    prepared = await prepare(ctx, body)
     if claim is not None:
         outcome, record = await ctx.runs.keys.lookup(*claim, ctx.now())
         if record is not None:
