@@ -414,8 +414,8 @@ def _turn(spec: RunSpec, live: LiveRun) -> ChatTurn:
         raise TypeError(f"str expected, not {type(spec.session_id).__name__}")
     spec.session_id.encode("utf-8")  # a lone surrogate raises here, as it fails 0.19.0's store, before any write
     return ChatTurn(spec.session_id, stored_user_message(spec.user_message), spec.instructions or None,
-                    spec.session_key, history=spec.history, stop=live.stop, approvals=live.approvals,
-                    prompt=normalize_content(spec.prompt))
+                    spec.session_key, history=spec.history,
+                    stop=live.stop, approvals=live.approvals, prompt=normalize_content(spec.prompt))
 
 
 async def run_in_background(ctx: TurnContext, runs: Runs, spec: RunSpec, live: LiveRun) -> None:
