@@ -32,7 +32,7 @@ T = TypeVar("T")
 class Extra(Generic[T]):
     """The typed key of one dialect option's value in `Settings.extras`: the `dest` of its row.
 
-    A dialect declares one per option (`ALLOWANCE: Extra[int] = Extra("herm_run_allowance")`),
+    A dialect declares one per option (`ALLOWANCE: Extra[int] = Extra("<dialect>_allowance")`),
     builds its row with `ALLOWANCE.dest`, and reads `settings.extra(ALLOWANCE)`, an `int` to mypy.
     """
 
