@@ -1,42 +1,43 @@
 """What the side-by-side comparisons with upstream 0.19.0 (`tools/oracle_*diff.py`) share.
 
+The scenarios, their normalisation and the player are the package's contract corpus
+(`hermes_server/contract/`); the tools only start the servers and judge the differences:
+
 - Processes: the oracle (`../shared/oracle/start_upstream.sh`) and hermes-server, each on
   a fresh home inside one temporary `Workbench`, all stopped (by PID) when it closes.
-- Transport: one request per fresh connection with the bytes exactly as given (repeated
-  headers, announced but unsent bodies, chunked bodies), so both servers see the same wire.
-- Masks for what legitimately differs between the oracle's mock agent and our echo agent.
+- Judging: a step must answer alike on both, unless it names a deviation of
+  docs/differences.md (none with `--upstream-quirks`), which must show, and show alone.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import http.client
-import itertools
+import difflib
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
+
+from hermes_server.contract.masks import Normaliser, decoded_body
+from hermes_server.contract.play import Shaped, Side, play, shape
+from hermes_server.contract.rows import DEVIATIONS
+from hermes_server.contract.steps import ORACLE_MEETS, Names, Step
+from hermes_server.contract.suites import Suite
+from hermes_server.contract.wire import exchange, local
 
 REPO = Path(__file__).resolve().parent.parent
 ORACLE_DIR = Path(os.environ.get("HERMES_ORACLE_DIR", REPO.parent / "shared" / "oracle"))
 ORACLE_PY = Path(os.environ.get("ORACLE_VENV", "/tmp/hermes-oracle-venv")) / "bin" / "python"
 KEY = "oracle-test-key-0123456789abcdef"
-# Present on every answer of both servers' JSON routes; compared as present or not.
-SECURITY_HEADER = "x-content-type-options"
-# The agent's reply: the oracle's mock model says MOCK-REPLY, our echo agent ECHO-REPLY.
-REPLY = re.compile(r"^(MOCK|ECHO)-REPLY to:")
-
-Body = bytes | Callable[[], Iterable[bytes]] | None
 
 
 def rebased(ports: dict[Any, int]) -> dict[Any, int]:
@@ -49,20 +50,6 @@ def rebased(ports: dict[Any, int]) -> dict[Any, int]:
     return {name: port + shift for name, port in ports.items()}
 
 
-def js(value: Any) -> bytes:
-    return json.dumps(value).encode()
-
-
-def decoded_body(body: bytes, mask: Callable[[str | None, Any], Any] = lambda key, value: value) -> Any:
-    """A JSON body, parsed and passed through `mask(None, value)` (the tool's normalisation);
-    any other body as its text."""
-    try:
-        parsed = json.loads(body)
-    except ValueError:
-        return body.decode("utf-8", "replace")
-    return mask(None, parsed)
-
-
 def command_line(description: str) -> argparse.ArgumentParser:
     """The options every comparison takes (a tool may add its own)."""
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -71,53 +58,6 @@ def command_line(description: str) -> argparse.ArgumentParser:
     parser.add_argument("--upstream-quirks", action="store_true",
                         help="start hermes-server with --upstream-quirks and expect no deviation at all")
     return parser
-
-
-# -- transport ------------------------------------------------------------------
-
-
-@dataclass
-class Answer:
-    status: int
-    headers: dict[str, str]  # lower-cased names; a repeated header's values joined by ", "
-    body: bytes
-
-
-def exchange(port: int, method: str, path: str, body: Body = None,
-             headers: Iterable[tuple[str, str | bytes]] = (), *, announce_only: bool = False,
-             timeout: float = 120) -> Answer:
-    """One request on a new connection, sent exactly as given.
-
-    `headers` go out in order (a name may repeat). Bytes go with a Content-Length (unless
-    `headers` has one) and, with `announce_only`, are never sent; a callable gives the
-    chunks of a `Transfer-Encoding: chunked` body. A server that answers before reading
-    the whole body may close the socket under us: what it answered is still read.
-    """
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    try:
-        conn.putrequest(method, path, skip_accept_encoding=True)
-        headers = list(headers)
-        for name, value in headers:
-            conn.putheader(name, value)
-        chunks: Iterable[bytes] = ()
-        if callable(body):
-            conn.putheader("Transfer-Encoding", "chunked")
-            chunks = (b"%x\r\n%s\r\n" % (len(chunk), chunk) for chunk in itertools.chain(body(), [b""]))
-        elif body is not None:
-            if not any(name.lower() == "content-length" for name, _ in headers):
-                conn.putheader("Content-Length", str(len(body)))
-            chunks = () if announce_only else (body,)
-        conn.endheaders()
-        try:
-            for chunk in chunks:
-                conn.send(chunk)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-        resp = conn.getresponse()
-        names = {name.lower() for name, _ in resp.getheaders()}
-        return Answer(resp.status, {name: resp.getheader(name) for name in names}, resp.read())
-    finally:
-        conn.close()
 
 
 # -- processes ------------------------------------------------------------------
@@ -150,7 +90,7 @@ def start_ours(home: Path, port: int, *, no_key: bool, log: Path, extra: Iterabl
         if proc.poll() is not None:
             raise SystemExit(f"hermes-server exited:\n{log.read_text()}")
         try:
-            if exchange(port, "GET", "/health", timeout=60).status == 200:
+            if exchange(local(port), "GET", "/health", timeout=60).status == 200:
                 return proc
         except OSError:
             time.sleep(0.1)
@@ -215,25 +155,85 @@ class Workbench:
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
-# -- normalisation --------------------------------------------------------------
+# -- playing and judging ------------------------------------------------------------
 
 
-def mask_agent_value(key: str | None, value: Any, *, timestamps: Collection[str], counters: Collection[str]) -> Any:
-    """`value` (under `key`) with what the agent decides masked: times, token counts, the reply
-    text, and the model id upstream's agent records after its first call (`mock-model`)."""
-    if key in timestamps and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return "<ts>"
-    if key in counters and isinstance(value, int):
-        return "<n>"
-    if isinstance(value, str) and REPLY.match(value):
-        return "<reply>"
-    if key == "model" and value == "mock-model":
-        return "hermes-agent"
-    return value
+def side(name: str, ports: dict[tuple[str, str], int], no_key: Iterable[str] = ("nokey",)) -> Side:
+    """One side of a comparison: its server per (pair, agent), KEY on every pair but those without one."""
+    return Side(name, {where: local(port) for where, port in ports.items()},
+                {pair: None if pair in no_key else KEY for pair, _ in ports})
+
+
+def steps_of(suite: Suite) -> list[Step]:
+    """The suite's scenarios on fresh homes (no prefix), all of those a comparison with the oracle can play."""
+    return [step for step in suite.scenarios(Names()) if step.needs <= ORACLE_MEETS]
+
+
+def played(suite: Suite, oracle: Side, ours: Side, normalisers: dict[str, Normaliser] | None = None) -> list[Shaped]:
+    """Every step on the oracle, then on ours; each side's answers in its own normalised form
+    (`normalisers` by side name, when the tool reads their tallies afterwards)."""
+    def retried(group: str, attempt: int) -> None:
+        print(f"retried   {group} group: a run had settled before its live step (attempt {attempt})")
+
+    answers = play(steps_of(suite), [oracle, ours], on_retry=retried)
+    return shape(answers, normalisers or {oracle.name: suite.normaliser(), ours.name: suite.normaliser()})
+
+
+def verdict(step: Step, a: dict[str, Any], b: dict[str, Any], ours_raw: Any, quirks: bool) -> str:
+    """`same`, `expected` (the step's deviation, and nothing else), `unexpected`, `unexercised` (a
+    deviation that did not show) or `wrong` (it showed, but not as hermes-server declares it)."""
+    deviation = None if quirks else step.deviation
+    if deviation is None:
+        return "same" if a == b else "unexpected"
+    if a == b:
+        return "unexercised"
+    only = DEVIATIONS[deviation].only
+    if only is not None and not only(a, b):
+        return "unexpected"
+    if step.declared is not None and ours_raw != step.declared:
+        return "wrong"
+    return "expected"
+
+
+def judge(shaped: Sequence[Shaped], quirks: bool, verbose: bool, width: int = 700) -> Counter[str]:
+    """Each step's verdict, printed unless identical (or always with `verbose`); the tally, with
+    `expected D<n>` per deviation."""
+    tally: Counter[str] = Counter()
+    for item in shaped:
+        a, b = item.shapes["oracle"], item.shapes["ours"]
+        ours = item.answers["ours"]
+        found = verdict(item.step, a, b, (ours.status, decoded_body(ours.body)), quirks)
+        tally[found] += 1
+        step = item.step
+        if found == "expected":
+            tally[f"expected {step.deviation}"] += 1
+        if found == "same":
+            if verbose:
+                print(f"same      {step.name}")
+            continue
+        label = {"expected": f"expected  {step.deviation}", "unexpected": "DIFF     ",
+                 "unexercised": "NO-DIFF  ", "wrong": f"WRONG-{step.deviation}"}[found]
+        print(f"{label} {step.name}" + (f": expected {step.deviation} to differ" if found == "unexercised" else ""))
+        if found == "wrong":
+            print(f"  declared: {step.declared}\n  ours:     {(ours.status, decoded_body(ours.body))}")
+        if found != "unexercised" and (found != "expected" or verbose or step.declared is not None):
+            print_differences(a, b, width)
+    return tally
 
 
 def print_differences(a: dict[str, Any], b: dict[str, Any], width: int) -> None:
-    """Each field of two normalised answers that differs, oracle first, cut at `width`."""
+    """Each field of two normalised answers that differs, oracle first, cut at `width`; a body
+    kept as JSON text (the session routes) as a line diff."""
     for key in sorted(set(a) | set(b)):
-        if a.get(key) != b.get(key):
-            print(f"  {key}:\n    oracle: {json.dumps(a.get(key))[:width]}\n    ours:   {json.dumps(b.get(key))[:width]}")
+        if a.get(key) == b.get(key):
+            continue
+        if key == "body" and isinstance(a.get(key), str) and isinstance(b.get(key), str):
+            try:
+                lines = difflib.unified_diff(json.dumps(json.loads(a[key]), indent=1).splitlines(),
+                                             json.dumps(json.loads(b[key]), indent=1).splitlines(),
+                                             "oracle", "ours", n=2, lineterm="")
+                print("\n".join("  " + line for line in list(lines)[:60]))
+                continue
+            except ValueError:
+                pass
+        print(f"  {key}:\n    oracle: {json.dumps(a.get(key))[:width]}\n    ours:   {json.dumps(b.get(key))[:width]}")

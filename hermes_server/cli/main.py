@@ -15,24 +15,17 @@ from hermes_server import UPSTREAM_VERSION, __version__
 from hermes_server.cli.audit import audit
 from hermes_server.cli.healthcheck import KEY_HOME, PROBE_OPTIONS, healthcheck
 from hermes_server.cli.options import (
-    GROUP_TITLES,
     HOME,
-    SERVE_OPTIONS,
-    Option,
     OptionError,
     add_options,
     env_text,
 )
 from hermes_server.cli.seed import seed
-from hermes_server.cli.serve import serve
+from hermes_server.cli.serve import serve, serve_options
+from hermes_server.cli.verify import add_parser as add_verify
+from hermes_server.cli.verify import verify
 from hermes_server.dialects import KNOWN
 from hermes_server.http.logs import say
-
-
-def serve_options() -> tuple[tuple[Option, ...], dict[str, str]]:
-    """Every `serve` row (Hermes's, then each known dialect's) and the titles of their groups."""
-    rows = SERVE_OPTIONS + tuple(row for dialect in KNOWN for row in dialect.options)
-    return rows, {**GROUP_TITLES, **{dialect.group: dialect.group_title for dialect in KNOWN}}
 
 DESCRIPTION = f"""\
 hermes-server: a local, faithful emulator of the Hermes Agent persistent-session API
@@ -100,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the server's key (default env API_SERVER_KEY, else the one kept in HERMES_HOME)")
     add_options(grade, (KEY_HOME,))
     grade.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the answer (default 10)")
+    add_verify(commands)
     return parser
 
 
@@ -137,6 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return healthcheck(args)
     if args.command == "audit":
         return audit(args)
+    if args.command == "verify":
+        return verify(args)
     if args.command == "seed":
         try:
             return seed(args)

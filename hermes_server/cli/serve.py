@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hermes_server import UPSTREAM_VERSION
-from hermes_server.cli.options import SERVE_OPTIONS, OptionError, resolve_all
+from hermes_server.cli.options import GROUP_TITLES, SERVE_OPTIONS, Option, OptionError, resolve_all
 from hermes_server.config import Settings
 from hermes_server.dialects import KNOWN
 from hermes_server.domain.keys import key_problem
@@ -31,6 +31,12 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def serve_options() -> tuple[tuple[Option, ...], dict[str, str]]:
+    """Every `serve` row (Hermes's, then each known dialect's) and the titles of their groups."""
+    rows = SERVE_OPTIONS + tuple(row for dialect in KNOWN for row in dialect.options)
+    return rows, {**GROUP_TITLES, **{dialect.group: dialect.group_title for dialect in KNOWN}}
 
 
 def settings_from_args(args: argparse.Namespace) -> tuple[Settings, bool]:

@@ -11,7 +11,6 @@ any of that run on a subprocess server.
 from __future__ import annotations
 
 import os
-import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -23,6 +22,7 @@ from sse_starlette.sse import AppStatus
 from hermes_server.app import create_app
 from hermes_server.cli.listen import bind
 from hermes_server.cli.main import build_parser
+from hermes_server.cli.references import ServerThread
 from hermes_server.cli.serve import settings_from_args, uvicorn_config
 
 # Variables the server reads (flags' environment fallbacks); the lane serves as if none were set,
@@ -56,21 +56,15 @@ class InProcessServer:
         AppStatus.disable_automatic_graceful_drain()
         # The same uvicorn settings as `serve` (cli/serve.py), minus its signal handling.
         self._server = uvicorn.Server(uvicorn_config(app, settings))
-        self._sock = bind(settings.host, settings.port)
-        self._thread = threading.Thread(target=self._run, name=f"hermes-server:{settings.port}", daemon=True)
-        self.failure: BaseException | None = None
+        self._thread = ServerThread(self._server, bind(settings.host, settings.port), f"hermes-server:{settings.port}")
 
-    def _run(self) -> None:
-        try:
-            self._server.run(sockets=[self._sock])
-        except BaseException as exc:  # noqa: BLE001 - kept for start() to report
-            self.failure = exc
-        finally:
-            self._sock.close()
+    @property
+    def failure(self) -> BaseException | None:
+        return self._thread.failure
 
     @property
     def alive(self) -> bool:
-        return self._thread.is_alive()
+        return self._thread.alive
 
     def start(self, wait: float) -> InProcessServer:
         """Run the thread and wait until /health answers 200."""
@@ -78,7 +72,7 @@ class InProcessServer:
         url = f"http://{self.settings.host}:{self.settings.port}/health"
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
-            if not self._thread.is_alive():
+            if not self._thread.alive:
                 raise RuntimeError(f"in-process hermes-server stopped during start-up: {self.failure!r}")
             if self._server.started:
                 try:
@@ -92,9 +86,5 @@ class InProcessServer:
 
     def stop(self, timeout: float = 15.0) -> int:
         """Graceful shutdown as on SIGTERM (in-flight requests get the grace); 0 once stopped."""
-        self._server.should_exit = True
-        self._thread.join(timeout)
-        if self._thread.is_alive():
-            self._server.force_exit = True
-            self._thread.join(5)
+        self._thread.stop(timeout)
         return 0 if self._server.started and self.failure is None else 3

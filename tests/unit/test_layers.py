@@ -112,7 +112,9 @@ ALLOWED: dict[str, set[str]] = {
     "testing": _CORE | {"agents", "chat", "context", "families", "http", "openapi", "state", "store"},
     "app": _CORE | {"agents", "api", "chat", "context", "dialects", "families", "http", "openapi", "routes",
                     "state", "store", "testing", "units"},
-    "cli": _CORE | {"agents", "app", "dialects", "families", "http", "store", "testing"},
+    # The contract corpus is a client: stdlib, and the release list of domain/profiles.py.
+    "contract": {"", "domain"},
+    "cli": _CORE | {"agents", "app", "contract", "dialects", "families", "http", "store", "testing"},
 }
 # Single modules with an edge their layer does not have.
 MODULE_ALLOWED: dict[str, set[str]] = {
@@ -203,6 +205,8 @@ def test_every_top_level_module_has_a_rule() -> None:
     ({"hermes_server.context": {"hermes_server.routes.common"}}, "context/ may import only"),
     ({"hermes_server.cli.options": {"hermes_server.routes.common"}}, "cli/ may import only"),
     ({"hermes_server.newthing": {"hermes_server.domain.ids"}}, "newthing has no rule"),
+    ({"hermes_server.contract.verify": {"hermes_server.app"}}, "contract/ may import only"),
+    ({"hermes_server.contract.play": {"hermes_server.http.routing"}}, "contract/ may import only"),
 ])
 def test_the_rules_catch_each_kind_of_violation(edges: dict[str, set[str]], expected: str) -> None:
     assert any(expected in line for line in violations(edges))
