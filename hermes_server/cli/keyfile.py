@@ -41,6 +41,12 @@ def stored_key(home: Path) -> StoredKey:
         return StoredKey(_read(path), path, generated=False)
     except (FileNotFoundError, NotADirectoryError):  # none kept (or no home to keep one in)
         pass
+    except KeyFileError:
+        if os.access(home, os.X_OK) or not home.exists():
+            raise
+        # A home this process may not even look into: whether a key is kept there cannot be known, and
+        # none can be kept; the server starts, reports itself not ready, and says why.
+        return StoredKey(generate_key(), path, generated=True, not_kept="cannot enter the home")
     key = generate_key()
     try:
         home.mkdir(parents=True, exist_ok=True)

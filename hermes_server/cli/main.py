@@ -22,6 +22,7 @@ from hermes_server.cli.options import (
 )
 from hermes_server.cli.seed import seed
 from hermes_server.cli.serve import serve, serve_options
+from hermes_server.cli.upstream import add_gateway_arguments, add_profile_option, refused_action, select_profile
 from hermes_server.cli.verify import add_parser as add_verify
 from hermes_server.cli.verify import verify
 from hermes_server.dialects import KNOWN
@@ -41,13 +42,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version",
                         version=f"hermes-server {__version__} (emulates hermes-agent {UPSTREAM_VERSION})")
+    add_profile_option(parser)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     serve = commands.add_parser(
         "serve",
         help="run the API server",
-        description="Run the session API server. Options fall back to the environment variables shown.",
+        description="Run the session API server. Options fall back to the environment variables shown, and "
+                    "those to HERMES_HOME/.env, whose values win over the environment's (as upstream's).",
     )
     add_options(serve, *serve_options())
+    gateway = commands.add_parser(
+        "gateway", usage="hermes-server [-p NAME] gateway [run] [options]",
+        help="upstream's command line: `[-p NAME] gateway run` is `serve` (the official image's compose files)",
+        description="`gateway run` (or a bare `gateway`) serves exactly as `serve`: same options, environment "
+                    "variables and defaults, for compose files and scripts written for upstream's image. "
+                    "`-p NAME` serves upstream's profile NAME; upstream's own gateway options are accepted and "
+                    "named once in the log as ignored.",
+    )
+    add_gateway_arguments(gateway)
+    add_options(gateway, *serve_options())
     seed = commands.add_parser(
         "seed",
         help="load a fixture file into a state.db (a server may be running on it)",
@@ -113,14 +126,23 @@ def refuse_unknown(parser: argparse.ArgumentParser, command: str | None, unknown
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
+    refusal = refused_action(args) if args.command == "gateway" else None
+    if refusal:  # upstream's service actions: one line, whatever else was given
+        print(refusal, file=sys.stderr)
+        return 2
     if unknown:
         refuse_unknown(parser, args.command, unknown)
+    if getattr(args, "hermes_profile", None) is not None and args.command != "gateway":
+        print(f"hermes-server: -p/--profile goes with `gateway run`; with `{args.command or 'serve'}` give the home "
+              "itself (--home, HERMES_HOME)", file=sys.stderr)
+        return 2
     if args.command is None:  # a bare `hermes-server` is a usage error, not a success
         parser.print_help(sys.stderr)
         print("hermes-server: error: name a command, e.g. `hermes-server serve`", file=sys.stderr)
         return 2
-    if args.command == "serve":
+    if args.command in ("serve", "gateway"):
         try:
+            select_profile(args)
             return serve(args)
         except OptionError as refused:  # a refused option value: one line, the usage-error status
             # In JSON when that was asked for, even if another option was the bad one.

@@ -49,6 +49,17 @@ def env_text(name: str) -> str | None:
     return value or None
 
 
+# Where each variable set from a home's .env came from (cli/envfile.py fills it), so a refused
+# value names the file it was read from.
+ENV_ORIGINS: dict[str, Path] = {}
+
+
+def from_file(name: str | None) -> str:
+    """" (from PATH)" when the variable was read from a home's .env, else ""."""
+    found = ENV_ORIGINS.get(name) if name else None
+    return f" (from {found})" if found else ""
+
+
 def text(value: str) -> str:
     return value
 
@@ -211,14 +222,14 @@ class Option:
         if self.switch:
             raw = (env_text(self.env) or "") if self.env else ""
             if raw and raw.lower() not in _TRUE + _FALSE:
-                raise OptionError(f"{self.env}={raw!r} must be one of "
+                raise OptionError(f"{self.env}={raw!r}{from_file(self.env)} must be one of "
                                   f"{'/'.join(_TRUE)} (on) or {'/'.join(_FALSE)} (off)")
             return bool(given) or raw.lower() in _TRUE
         from_env = env_text(self.env) if self.env else None
         if given is not None:
             source, raw = self.flag, given
         elif from_env is not None:
-            source, raw = f"{self.env}={from_env!r}", from_env
+            source, raw = f"{self.env}={from_env!r}{from_file(self.env)}", from_env
         else:
             return self.default
         try:

@@ -151,13 +151,22 @@ def serve(args: argparse.Namespace) -> int:
     from sse_starlette.sse import AppStatus
 
     from hermes_server.app import create_app, state_db_preparer
+    from hermes_server.cli.envfile import load_for, summary
     from hermes_server.cli.listen import ListenError, bind
+    from hermes_server.cli.upstream import ignored_environment, ignored_line
     from hermes_server.domain.errors import SchemaMismatch
     from hermes_server.store.migrate import add_columns_now, check_existing
 
+    loaded = load_for(args)  # before anything reads a setting: its values win over the environment's
     settings, no_auth = settings_from_args(args)
     fmt = settings.log_format
     configure_logging(settings.log_level, fmt)
+    if loaded is not None:
+        say(summary(loaded, {row.env for row in SERVE_OPTIONS if row.env}
+                    | {row.env for dialect in KNOWN for row in dialect.options if row.env}), fmt)
+    for note in (ignored_line(args), ignored_environment()):
+        if note:
+            say(note, fmt)
 
     # The socket first, then what else refuses the start, then what writes: a refused start (a port in
     # use, a refused schema or fixture, an unusable agent) writes no key file and opens no store.

@@ -53,7 +53,7 @@ async def health(request: Request, ctx: AppContext) -> Response:
 
 async def _state_db_check(ctx: AppContext) -> dict[str, Any]:
     """Read the schema through the reader pool; a missing state.db is not created by a probe."""
-    if not ctx.db.is_open and not ctx.settings.db_path.exists():
+    if not ctx.db.is_open and not store_home.present(ctx.settings.db_path):
         # A home that could not hold it is not "not initialized": say why (by class) instead.
         reason = ctx.db.home_problems.check()
         return readiness.check(readiness.DEGRADED, reason) if reason else readiness.check(readiness.OK, "not initialized")
@@ -68,7 +68,7 @@ async def _state_db_check(ctx: AppContext) -> dict[str, Any]:
 def _disk_check(home: Path) -> dict[str, Any]:
     """Usage of the filesystem holding HERMES_HOME (its nearest existing ancestor before first use)."""
     probe = home
-    while not probe.exists() and probe != probe.parent:
+    while not store_home.present(probe) and probe != probe.parent:
         probe = probe.parent
     try:
         usage = shutil.disk_usage(probe)

@@ -33,10 +33,19 @@ def probe(home: Path) -> OSError | None:
     return None
 
 
+def present(path: Path) -> bool:
+    """Whether `path` exists, False when it cannot even be looked at (a home of mode 700 owned by
+    another user): the callers then probe the home, which names that problem."""
+    try:
+        return path.exists()
+    except OSError:
+        return False
+
+
 def in_the_way(home: Path) -> Path | None:
     """The file that stands where HERMES_HOME or one of its parents must be a directory, if any."""
     for candidate in (home, *home.parents):
-        if candidate.exists() or candidate.is_symlink():
+        if present(candidate) or candidate.is_symlink():
             return None if candidate.is_dir() else candidate
     return None
 
@@ -71,7 +80,7 @@ class HomeProblems:
     def open_failed(self, exc: BaseException) -> None:
         """Opening state.db failed with `exc`; while no state.db exists the home's own problem is the
         reason (SQLite says only "unable to open database file"), so it reads the same as the probe's."""
-        found = probe(self.db_path.parent) if not self.db_path.exists() else None
+        found = probe(self.db_path.parent) if not present(self.db_path) else None
         self.failed(found or exc)
 
     def opened(self) -> None:

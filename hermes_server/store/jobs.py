@@ -65,7 +65,10 @@ class JobsFile:
 
     def _ensure_dirs(self) -> None:
         for directory in (self.cron_dir, self.output_dir):
-            directory.mkdir(parents=True, exist_ok=True)
+            try:
+                directory.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:  # a home this process may not enter or write: the 500 says so
+                raise JobsFileError(f"Failed to open cron database: {exc}") from None
             with contextlib.suppress(OSError):
                 os.chmod(directory, 0o700)
 
@@ -73,7 +76,11 @@ class JobsFile:
     def _locked(self) -> Iterator[None]:
         with self._lock:
             self._ensure_dirs()
-            with open(self.cron_dir / ".jobs.lock", "a+", encoding="utf-8") as handle:
+            try:
+                lock = open(self.cron_dir / ".jobs.lock", "a+", encoding="utf-8")
+            except OSError as exc:
+                raise JobsFileError(f"Failed to open cron database: {exc}") from None
+            with lock as handle:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
                 try:
                     yield

@@ -196,9 +196,14 @@ def check_existing(path: Path, preparer: Preparer = prepare) -> list[Column]:
     profile's columns without `--migrate-home`; never writes (beyond SQLite rolling back a hot
     journal, see _judging_uri). An empty or blank file is fresh. The columns the first open
     will add (only when allowed), so the caller can say so."""
-    if not path.is_file() or path.stat().st_size == 0:
+    try:
+        if not path.is_file() or path.stat().st_size == 0:
+            return []
+        conn = sqlite3.connect(_judging_uri(path), uri=True)
+    except (OSError, sqlite3.Error):
+        # A home that cannot be looked into (mode 700, another owner): nothing to judge here; the lazy
+        # open answers 503 and readiness names the problem, as for any home that cannot hold state.db.
         return []
-    conn = sqlite3.connect(_judging_uri(path), uri=True)
     try:
         if blank(conn):
             return []  # a first creation cut off before its commit: the first open creates it afresh

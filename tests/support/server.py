@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -141,16 +141,26 @@ def serve_without_key(home: Path, log_dir: Path) -> tuple[subprocess.Popen[bytes
         proc = subprocess.Popen([sys.executable, "-m", "hermes_server", "serve", "--home", str(home),
                                  "--port", str(port)], stdout=out, stderr=subprocess.STDOUT, env=clean_env())
     url = f"http://127.0.0.1:{port}"
-    for _ in range(400):
-        assert proc.poll() is None, log.read_text()
+    try:
+        wait_until_serving(proc, url, log.read_text)
+    except AssertionError:
+        proc.kill()
+        raise
+    return proc, url, log
+
+
+def wait_until_serving(proc: subprocess.Popen[Any], url: str, log: Callable[[], str], limit: float = 20) -> None:
+    """Wait until `url`/health answers 200; fail with `log()` if the process ends or `limit` seconds pass."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, log()
         try:
             if httpx.get(url + "/health", timeout=0.5).status_code == 200:
-                return proc, url, log
+                return
         except httpx.HTTPError:
             pass
         time.sleep(0.05)
-    proc.kill()
-    raise AssertionError(log.read_text())
+    raise AssertionError(f"not serving after {limit:g} s:\n{log()}")
 
 
 def stop_process(proc: subprocess.Popen[bytes]) -> None:
