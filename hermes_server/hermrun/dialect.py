@@ -15,7 +15,7 @@ from hermes_server.config import Settings
 from hermes_server.domain.keys import key_problem
 from hermes_server.domain.wording import counted
 from hermes_server.families import Dialect, Family
-from hermes_server.hermrun.settings import ALLOWANCE, KEY, SWITCH, WINDOW_SECONDS
+from hermes_server.hermrun import ALLOWANCE, KEY, SWITCH, WINDOW_SECONDS
 
 if TYPE_CHECKING:
     from hermes_server.hermrun.store import HermRunStore

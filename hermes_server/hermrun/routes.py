@@ -21,13 +21,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from hermes_server.config import Settings
-from hermes_server.hermrun import projection
+from hermes_server.hermrun import ALLOWANCE, KEY, WINDOW_SECONDS, projection
 from hermes_server.hermrun.envelope import HERM_RUN_ERRORS, HermRunJSON
 from hermes_server.hermrun.errors import Unauthorized
 from hermes_server.hermrun.openapi import SECURITY
 from hermes_server.hermrun.requests import decode_body, parse_create, parse_list, parse_update, parse_warm
 from hermes_server.hermrun.rules import Allowance
-from hermes_server.hermrun.settings import ALLOWANCE, KEY, WINDOW_SECONDS
 from hermes_server.hermrun.store import HermRunStore
 from hermes_server.http.auth import raw_header
 from hermes_server.http.body import read_body

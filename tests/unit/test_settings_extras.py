@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+import hermes_server.hermrun as herm_run
 from hermes_server.config import Extra, Settings
 from hermes_server.dialects import KNOWN
 from hermes_server.families import with_defaults
-from hermes_server.hermrun import settings as herm_run
 
 
 def test_an_unknown_attribute_is_an_error_not_an_extra(tmp_path: Path) -> None:
