@@ -46,6 +46,7 @@ from hermes_server.http.pipeline import Check, Pipeline
 from hermes_server.http.routing import BEARER, Route, Router, in_order
 from hermes_server.openapi import common
 from hermes_server.openapi.build import merged
+from hermes_server.openapi.document import build_document
 from hermes_server.routes import FAMILIES
 from hermes_server.state import StateRegistry
 from hermes_server.store import migrate
@@ -153,6 +154,22 @@ class Release:
 def build_routes(profile: Profile = HERMES_0_19) -> list[Route]:
     """Every Hermes path a server answering as `profile` serves, in that release's order."""
     return Release.of(profile).routes
+
+
+def openapi_document(profile: Profile = HERMES_0_19, *, fixture_api: bool = False) -> dict[str, Any]:
+    """The /openapi.json a server answering as `profile` serves (with `fixture_api`, one started with
+    `--fixture-api`), built without serving: docs/api.md is generated from these documents."""
+    release = Release.of(profile)
+    routes, components = release.routes, release.components
+    if fixture_api:
+        from hermes_server.testing.control import Control
+        from hermes_server.testing.inspector import build_inspector_routes
+        from hermes_server.testing.routes import build_fixture_routes
+
+        control = Control([], None)
+        routes = [*routes, *build_fixture_routes(control), *build_inspector_routes()]
+        components = merged(components, control.components)
+    return build_document(routes, components)
 
 
 def build_errors(quirks: Quirks, profile: Profile = HERMES_0_19) -> ErrorMap:

@@ -53,7 +53,6 @@ SWEEP_INTERVAL = 60.0
 # How long an unanswered approval waits before it counts as a deny (upstream's default).
 APPROVAL_TIMEOUT = 60.0
 TERMINAL = ("completed", "failed", "cancelled")
-APPROVAL_CHOICES = ("once", "session", "always", "deny")
 # A kept run's status is written again when one of these fields is set (or its status changes).
 _KEPT_FIELDS = frozenset({"output", "error", "usage", "pending_steer", "session_id"})
 

@@ -15,6 +15,7 @@ import os
 import re
 import secrets
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from hermes_server.contract.ledger import Ledger
@@ -175,4 +176,26 @@ def check(where: Endpoint, key: str, claims: str | None, model: str | None, prof
     if lost is not None:
         left = f"; could not remove: {'; '.join(not_removed)}" if not_removed else "; what it created was removed"
         raise Refused(lost + left)
-    return Run(where.url, claims, profile, why, mode, prefix, wanted, outcome, ledger.counts(), not_removed)
+    return Run(where.url, claims, profile, why, mode, prefix, wanted, outcome, ledger.counts(), not_removed,
+               operation_names(profile))
+
+
+def operation_names(profile: str) -> Callable[[str, str], str | None]:
+    """The name docs/api.md gives the operation of a method and raw path (its `summary` in the
+    profile's OpenAPI document, from which that page is generated), so the report speaks its words."""
+    from hermes_server.app import openapi_document
+
+    document = openapi_document(PROFILES[profile])
+    operations = sorted(((path.split("/"), method.upper(), operation["summary"])
+                         for path, item in document["paths"].items() for method, operation in item.items()
+                         if isinstance(operation, dict) and "summary" in operation),
+                        key=lambda row: sum(part.startswith("{") for part in row[0]))  # literal paths first
+
+    def name(method: str, path: str) -> str | None:
+        segments = path.split("?", 1)[0].split("/")
+        for parts, verb, summary in operations:
+            if verb == method and len(parts) == len(segments) and all(
+                    part.startswith("{") or part == segment for part, segment in zip(parts, segments, strict=True)):
+                return str(summary)
+        return None
+    return name

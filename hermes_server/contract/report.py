@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +37,13 @@ class Run:
     outcome: Outcome
     created: dict[str, int] = field(default_factory=dict)
     not_removed: list[str] = field(default_factory=list)
+    # The name docs/api.md gives the operation a step sent (method, path), None for a path no route serves.
+    operation: Callable[[str, str], str | None] = lambda method, path: None
+
+    def behaviour(self, finding: Finding) -> str:
+        """A drift's behaviour: the operation as docs/api.md names it, then what the step shows."""
+        name = self.operation(finding.step.method, finding.step.path)
+        return f"{name}: {finding.step.behaviour}" if name else finding.step.behaviour
 
     @property
     def drift(self) -> list[Finding]:
@@ -121,7 +129,7 @@ def text(run: Run) -> str:
     header = f"| behaviour | step | {run.profile} answers | target answered | explained by |"
     lines += [f"drift: {len(run.drift)}", "", header, "|---|---|---|---|---|"] if run.drift else ["drift: none", ""]
     for finding in run.drift:
-        lines.append(f"| {finding.step.behaviour} | {finding.suite}: {finding.step.name} | "
+        lines.append(f"| {run.behaviour(finding)} | {finding.suite}: {finding.step.name} | "
                      f"{cell(finding.profile_form, finding)} | {cell(finding.target_form, finding)} | "
                      f"{explanation(finding)} |")
     lines += [""] + _releases(run) + [""] + _coverage(run) + [""] + _cleanup(run) + ["", result_line(run)]
@@ -199,6 +207,7 @@ def as_json(run: Run) -> dict[str, Any]:
         "mode": run.mode, "prefix": run.prefix, "real_model": o.real_model,
         "drift": [{
             "suite": f.suite, "step": f.step.name, "behaviour": f.step.behaviour,
+            "operation": run.operation(f.step.method, f.step.path),
             "request": {"method": f.step.method, "path": f.step.path},
             "profile_answers": _plain(parsed_form(f.profile_form)), "target_answered": _plain(parsed_form(f.target_form)),
             "differs_at": sorted((list(map(str, path)) for path in f.difference.paths), key=json.dumps),

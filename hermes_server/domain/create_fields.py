@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 DEFAULT_SOURCE = "api_server"
-_SOURCES = {"api_server", "hermes_browser", "cli", "telegram", "discord", "slack", "desktop", "dashboard"}
+SOURCES = frozenset({"api_server", "hermes_browser", "cli", "telegram", "discord", "slack", "desktop", "dashboard"})
 _ALIASES = {"browser": "hermes_browser"}
 
 
@@ -22,7 +22,7 @@ def session_source(raw: Any) -> str:
         return DEFAULT_SOURCE
     name = raw.strip().lower()
     name = _ALIASES.get(name, name)
-    return name if name in _SOURCES else DEFAULT_SOURCE
+    return name if name in SOURCES else DEFAULT_SOURCE
 
 
 def given_fields(body: dict[str, Any], alias: str) -> tuple[Any, str]:

@@ -19,6 +19,9 @@ from hermes_server.domain.content import UserMessage, normalize_content
 from hermes_server.domain.openai_messages import MessagesError
 from hermes_server.domain.titles import scrub_surrogates
 
+# The answers `POST /v1/runs/{run_id}/approval` takes, and the words read as `once`.
+APPROVAL_CHOICES = ("once", "session", "always", "deny")
+CHOICE_ALIASES = {"approve": "once", "approved": "once", "allow": "once"}
 # The part types 0.19.0's agent stores as the image placeholder when it writes a list-of-parts row.
 _IMAGE_PARTS = ("image", "image_url", "input_image")
 

@@ -53,6 +53,9 @@ class Effect(Flag):
 class Operation:
     """What clients may rely on for one method of one route.
 
+    `summary` is the operation's short, stable name, in the words users read (docs/api.md's headings,
+    and the behaviours a connector check reports); `description` is what a client must know beyond
+    its fields and answers: the order things happen in, and the hazards (Markdown).
     `capability` is the operation's name under `/v1/capabilities` `endpoints` (upstream's
     names; None for paths upstream does not advertise; where it is listed is the release's
     order, domain/profiles.py). `features` are the capability flags that serving this
@@ -71,6 +74,7 @@ class Operation:
 
     summary: str
     responses: Mapping[int, str]
+    description: str | None = None
     capability: str | None = None
     features: tuple[str, ...] = ()
     security: str | None = BEARER
@@ -85,18 +89,20 @@ class Operation:
 @dataclass(frozen=True)
 class Amendment:
     """What a unit changes on a method of a route it does not serve itself (by the route's id): more
-    query and header parameters, and more answers (an answer named under a status the operation
-    already has replaces it)."""
+    query and header parameters, more answers (an answer named under a status the operation
+    already has replaces it), and a paragraph more of its description (`note`)."""
 
     route: str
     method: str
     query: tuple[str, ...] = ()
     headers: tuple[str, ...] = ()
     responses: Mapping[int, str] = field(default_factory=dict)
+    note: str | None = None
 
     def applied(self, op: Operation) -> Operation:
+        description = "\n\n".join(text for text in (op.description, self.note) if text) or None
         return replace(op, query=(*op.query, *self.query), headers=(*op.headers, *self.headers),
-                       responses={**op.responses, **self.responses})
+                       responses={**op.responses, **self.responses}, description=description)
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ SCHEMAS: dict[str, Any] = {
             "object": {"const": "model"},
             "created": {"type": "integer"},
             "owned_by": {"type": "string"},
-            "permission": {"type": "array"},
+            "permission": {"type": "array", "items": {}, "maxItems": 0},
             "root": {"type": "string"},
             "parent": nullable("string"),
         })},

@@ -45,6 +45,8 @@ def _operation(route: Route, method: str, op: Operation) -> dict[str, Any]:
         "operationId": _operation_id(route, method, op),
         "summary": op.summary,
     }
+    if op.description:
+        body["description"] = op.description
     parameters = _path_parameters(route.template)
     parameters += [ref("parameters", name) for name in (*op.query, *op.headers)]
     if parameters:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hermes_server.openapi.build import Components, json_answer, query_parameter, schema_ref
+from hermes_server.openapi.build import Components, json_answer, json_object, query_parameter, schema_ref, with_example
+from hermes_server.openapi.common import text, text_or_null
 
 # Error answers of the jobs routes, to merge into `Operation.responses`.
 JOB_ERRORS = {401: "Unauthorized", 413: "PayloadTooLarge", 500: "JobServerError"}
@@ -29,6 +30,26 @@ _JOB_PROPERTIES: dict[str, Any] = {
     "deliver": {}, "origin": {}, "enabled_toolsets": {}, "workdir": {},
 }
 
+# What a create takes (and a PATCH may change), checked as Hermes checks a create, in its order.
+_JOB_FIELDS: dict[str, Any] = {
+    "name": text("Required, at most 200 characters once trimmed.", minLength=1, maxLength=200),
+    "schedule": text("Required: `every 30m`, a 5-field cron expression, an ISO time, or a duration such as `30m` (a "
+                     "one-shot); else 400 naming what it could not read.", minLength=1),
+    "prompt": text("What the job asks the agent (at most 5,000 characters). A prompt that runs a lifecycle command "
+                   "of the gateway is refused.", maxLength=5000),
+    "deliver": text_or_null("Where the output goes: `local` (default), `origin` (null means it too), or a "
+                            "platform target."),
+    "skills": {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "string"}, {"type": "null"}],
+               "description": "Skills the job loads: names, or one name."},
+    "repeat": {"type": ["integer", "null"], "minimum": 1, "description": "How many runs; null: forever (a one-shot "
+                                                                         "schedule: 1). Else 400."},
+}
+
+# What creating a job does beyond its fields and answers.
+CREATE_JOB = """\
+Stores a cron job in HERMES_HOME/cron/jobs.json, where a Hermes gateway on the same home runs it \
+(hermes-server runs none). Answers 200, not 201, as upstream."""
+
 COMPONENTS: Components = {
     "schemas": {
         "Job": {"type": "object", "properties": _JOB_PROPERTIES, "required": ["id", "name", "schedule"]},
@@ -36,20 +57,16 @@ COMPONENTS: Components = {
         "JobListEnvelope": {"type": "object", "required": ["jobs"], "properties": {"jobs": {"type": "array", "items": {
             "allOf": [schema_ref("Job"), {"type": "object", "properties": {"latest_execution": {}}}]}}}},
         "JobDeletedEnvelope": {"type": "object", "properties": {"ok": {"const": True}}, "required": ["ok"]},
-        "JobCreate": {
-            "description": "`name` and `schedule` are required (`every 30m`, a 5-field cron expression, an ISO "
-                           "time, or a duration such as `30m`); other keys are ignored.",
-            "type": "object",
-            "properties": {"name": {"type": "string", "maxLength": 200}, "schedule": {"type": "string"},
-                           "prompt": {"type": "string", "maxLength": 5000}, "deliver": {},
-                           "skills": {"type": ["array", "string", "null"]},
-                           "repeat": {"type": ["integer", "null"], "minimum": 1}},
-        },
-        "JobUpdate": {
-            "description": "Any of name, schedule, prompt, deliver, skills, skill, repeat, enabled (others are "
-                           "ignored).",
-            "type": "object",
-        },
+        "JobCreate": with_example({"name": "Daily digest", "schedule": "every 1d", "prompt": "Summarise the day."},
+                                  json_object(_JOB_FIELDS, ["name", "schedule"], closed=False)),
+        "JobUpdate": with_example({"enabled": False}, {
+            **json_object({**_JOB_FIELDS, "skill": text_or_null("The legacy single skill (`skills` wins)."),
+                           "enabled": {"type": "boolean", "description": "false: the job is not run."}}, closed=False),
+            "minProperties": 1,
+            "description": "Any of the fields below; others are ignored, and a body with none of them is 400 `No valid "
+                           "fields to update`. The values are stored as given: a PATCH does not check them as a "
+                           "create does (a schedule is stored as sent), as upstream.",
+        }),
     },
     "responses": {
         "Job": json_answer("The job as stored (create answers 200, as upstream).", "JobEnvelope"),

@@ -179,19 +179,26 @@ def routes() -> list[Route]:
     return [
         Route(route_ids.SKILLS, "/v1/skills", {
             "GET": Method(skills, Operation(
-                summary="Installed skills", responses={200: "SkillList", 500: "ServerError", **AUTH_ERRORS},
+                summary="List skills", description="The skills installed in HERMES_HOME/skills, as Hermes reads them.",
+                responses={200: "SkillList", 500: "ServerError", **AUTH_ERRORS},
                 capability="skills", features=("skills_api",)))}),
         Route(route_ids.TOOLSETS, "/v1/toolsets", {
             "GET": Method(toolsets, Operation(
-                summary="Toolsets of the server's agent", responses={200: "ToolsetList", **AUTH_ERRORS},
-                capability="toolsets"))}),
+                summary="List toolsets",
+                description="0.19.0's toolsets for a home with the minimal configuration (the terminal toolset lists "
+                            "more tools after the first agent turn).",
+                responses={200: "ToolsetList", **AUTH_ERRORS}, capability="toolsets"))}),
         Route(route_ids.PLATFORM_EVENTS, "/api/platforms/{platform}/events", {
             "POST": Method(platform_event, Operation(
-                summary="Platform callback ingress (no adapter is connected: 503)",
+                summary="Platform event",
+                description="Callbacks of messaging platforms: with no platform adapter connected, every one is "
+                            "refused (503) before its body or key is read, as 0.19.0 without a gateway.",
                 responses={400: "BadRequest", 503: "PlatformUnavailable"}, security=None))}),
         Route(route_ids.CRON_FIRE, "/api/cron/fire", {
             "POST": Method(cron_fire, Operation(
-                summary="Managed-cron fire webhook (no verifier configured: 401)",
+                summary="Cron fire webhook",
+                description="The managed-cron service's callback, authenticated by a token of its own: with no "
+                            "verifier configured, every call is 401.",
                 responses={401: "InvalidFireToken"}, security=FIRE_TOKEN))}),
     ]
 

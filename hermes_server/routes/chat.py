@@ -25,7 +25,7 @@ from hermes_server.http.body import read_json_object
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Effect, Method, Operation, Route
 from hermes_server.http.sse import EventQueue
-from hermes_server.openapi.chat_schemas import COMPONENTS
+from hermes_server.openapi import chat_schemas as schemas
 from hermes_server.openapi.common import BODY_ERRORS, SESSION_ERRORS
 from hermes_server.routes.common import (
     CHAT_HEADER_FEATURES,
@@ -77,16 +77,17 @@ def routes() -> list[Route]:
     return [
         Route(route_ids.SESSION_CHAT, "/api/sessions/{session_id}/chat", {
             "POST": Method(session_chat, Operation(
-                summary="Run one agent turn on the session",
-                responses={200: "ChatCompletion", 403: "Forbidden", 500: "ServerError", **BODY_ERRORS, **SESSION_ERRORS},
+                summary="Chat with a session", description=schemas.SESSION_CHAT,
+                responses={200: "ChatCompletion", 403: "Forbidden", 500: "ServerError", **BODY_ERRORS,
+                           400: "ChatBadRequest", **SESSION_ERRORS},
                 capability="session_chat", features=("session_chat", *CHAT_HEADER_FEATURES), body="ChatRequest",
                 headers=("X-Hermes-Session-Key",), effect=Effect.UNSAFE | Effect.WRITE | Effect.TURN,
                 documented="session_chat")),
         }),
         Route(route_ids.SESSION_CHAT_STREAM, "/api/sessions/{session_id}/chat/stream", {
             "POST": Method(session_chat_stream, Operation(
-                summary="Run one agent turn on the session, streamed as server-sent events",
-                responses={200: "ChatStream", 403: "Forbidden", **BODY_ERRORS, **SESSION_ERRORS},
+                summary="Chat with a session, streamed", description=schemas.SESSION_CHAT_STREAM,
+                responses={200: "ChatStream", 403: "Forbidden", **BODY_ERRORS, 400: "ChatBadRequest", **SESSION_ERRORS},
                 capability="session_chat_stream",
                 features=("session_chat_streaming", "tool_progress_events", *CHAT_HEADER_FEATURES),
                 body="ChatRequest", headers=("X-Hermes-Session-Key",),
@@ -97,4 +98,4 @@ def routes() -> list[Route]:
 
 def family() -> Family:
     """Session chat as a unit of the app, with the OpenAPI components its routes name."""
-    return Family("chat", routes(), components=COMPONENTS)
+    return Family("chat", routes(), components=schemas.COMPONENTS)

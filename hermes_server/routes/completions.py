@@ -49,7 +49,7 @@ from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Effect, Method, Operation, Route
 from hermes_server.http.sse import EventQueue
 from hermes_server.openapi.common import AUTH_ERRORS, BODY_ERRORS
-from hermes_server.openapi.completions_schemas import COMPONENTS
+from hermes_server.openapi.completions_schemas import COMPLETIONS, COMPONENTS
 from hermes_server.routes.common import CHAT_HEADER_FEATURES, idempotency, identity_headers, stream_answer
 
 _NO_KEY_CONTINUATION = (
@@ -139,7 +139,7 @@ def routes() -> list[Route]:
     return [
         Route(route_ids.CHAT_COMPLETIONS, "/v1/chat/completions", {
             "POST": Method(chat_completions, Operation(
-                summary="OpenAI-compatible chat: one agent turn, persisted as a session",
+                summary="Chat completion (OpenAI)", description=COMPLETIONS,
                 responses={200: "OpenAIChatCompletion", 403: "Forbidden", 500: "ServerError",
                            **BODY_ERRORS, **AUTH_ERRORS},
                 capability="chat_completions",

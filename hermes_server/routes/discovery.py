@@ -191,20 +191,29 @@ def routes() -> list[Route]:
                 summary="Liveness", responses={200: "Health"}, capability="health", security=None))}),
         Route(route_ids.V1_HEALTH, "/v1/health", {
             "GET": Method(health, Operation(
-                summary="Liveness (alias of /health)", responses={200: "Health"}, security=None))}),
+                summary="Liveness (alias)", description="The same answer as `GET /health`.",
+                responses={200: "Health"}, security=None))}),
         Route(route_ids.HEALTH_DETAILED, "/health/detailed", {
             "GET": Method(health_detailed, Operation(
-                summary="Readiness checks and runtime counters", responses={200: "HealthDetailed", **AUTH_ERRORS},
-                capability="health_detailed"))}),
+                summary="Readiness",
+                description="Readiness checks (state.db, disk, model …) and runtime counters, as upstream reports its "
+                            "gateway; `status` is `degraded` when a check is.",
+                responses={200: "HealthDetailed", **AUTH_ERRORS}, capability="health_detailed"))}),
         Route(route_ids.MODELS, "/v1/models", {
             "GET": Method(models, Operation(
-                summary="The advertised model", responses={200: "ModelList", **AUTH_ERRORS}, capability="models"))}),
+                summary="List models", responses={200: "ModelList", **AUTH_ERRORS}, capability="models"))}),
         Route(route_ids.CAPABILITIES, "/v1/capabilities", {
             "GET": Method(capabilities, Operation(
-                summary="What this server serves", responses={200: "Capabilities", **AUTH_ERRORS}))}),
+                summary="Capabilities",
+                description="What this server serves: upstream's feature flags and endpoints, derived from the routes "
+                            "served (a flag no served route provides is false).",
+                responses={200: "Capabilities", **AUTH_ERRORS}))}),
         Route(route_ids.OPENAPI, "/openapi.json", {
             "GET": Method(openapi, Operation(
-                summary="This OpenAPI document", responses={200: "OpenAPIDocument"}, security=None))}),
+                summary="OpenAPI document",
+                description="This document: exactly the routes this instance serves, as the release it answers as "
+                            "(`--hermes-version`) serves them. docs/api.md is generated from it.",
+                responses={200: "OpenAPIDocument"}, security=None))}),
     ]
 
 

@@ -25,7 +25,7 @@ from hermes_server.families import Family
 from hermes_server.http.body import charset, read_body
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Method, Operation, Route
-from hermes_server.openapi.jobs_schemas import COMPONENTS, JOB_ERRORS, JOB_ID_ERRORS
+from hermes_server.openapi.jobs_schemas import COMPONENTS, CREATE_JOB, JOB_ERRORS, JOB_ID_ERRORS
 from hermes_server.routes.common import first_query_values
 from hermes_server.store.jobs import JobsFile, local_time
 
@@ -158,9 +158,11 @@ async def run_job(request: Request, ctx: AppContext) -> Response:
     return await _apply(ctx, job["id"], lambda stored: jobs.triggered(now))
 
 
-def _action(route: RouteId, name: str, endpoint: Any, summary: str) -> Route:
-    return Route(route, f"/api/jobs/{{job_id}}/{name}", {
-        "POST": Method(endpoint, Operation(summary=summary, responses={200: "Job", **JOB_ID_ERRORS}))})
+def _action(route: RouteId, name: str, endpoint: Any, summary: str, description: str) -> Route:
+    """A job action (pause, resume, run), which names the job by its id or by a name of that form."""
+    return Route(route, f"/api/jobs/{{job_id}}/{name}", {"POST": Method(endpoint, Operation(
+        summary=summary, description=f"{description} The path names the job by its id, or by a name of that form.",
+        responses={200: "Job", **JOB_ID_ERRORS}))})
 
 
 def routes() -> list[Route]:
@@ -168,22 +170,33 @@ def routes() -> list[Route]:
     return [
         Route(route_ids.JOBS, "/api/jobs", {
             "GET": Method(list_jobs, Operation(
-                summary="List cron jobs", responses={200: "JobList", **JOB_ERRORS}, query=("include_disabled",))),
+                summary="List jobs", description="Cron jobs, in creation order; disabled ones only with "
+                                                 "`include_disabled`.",
+                responses={200: "JobList", **JOB_ERRORS}, query=("include_disabled",))),
             "POST": Method(create_job, Operation(
-                summary="Create a cron job (answers 200)", responses={200: "Job", 400: "JobError", **JOB_ERRORS},
+                summary="Create a job", description=CREATE_JOB, responses={200: "Job", 400: "JobError", **JOB_ERRORS},
                 body="JobCreate")),
         }),
         Route(route_ids.JOB, "/api/jobs/{job_id}", {
             "GET": Method(get_job, Operation(
-                summary="One cron job, by exact id", responses={200: "Job", **JOB_ID_ERRORS})),
+                summary="Get a job", description="The job with exactly this id (a name does not resolve here).",
+                responses={200: "Job", **JOB_ID_ERRORS})),
             "PATCH": Method(update_job, Operation(
-                summary="Change a cron job's fields", responses={200: "Job", **JOB_ID_ERRORS}, body="JobUpdate")),
+                summary="Update a job", description="Stores the fields given as they are (a PATCH does not check them "
+                                                    "as a create does), as upstream.",
+                responses={200: "Job", **JOB_ID_ERRORS}, body="JobUpdate")),
             "DELETE": Method(delete_job, Operation(
-                summary="Delete a cron job (by id or name)", responses={200: "JobDeleted", **JOB_ID_ERRORS})),
+                summary="Delete a job", description="Deletes the job and its output. The path names the job by its "
+                                                    "id, or by a name of that form.",
+                responses={200: "JobDeleted", **JOB_ID_ERRORS})),
         }),
-        _action(route_ids.JOB_PAUSE, "pause", pause_job, "Pause a cron job (by id or name)"),
-        _action(route_ids.JOB_RESUME, "resume", resume_job, "Resume a paused cron job (by id or name)"),
-        _action(route_ids.JOB_RUN, "run", run_job, "Make a cron job due now (by id or name)"),
+        _action(route_ids.JOB_PAUSE, "pause", pause_job, "Pause a job",
+                "Disables the job (state `paused`); the body is ignored."),
+        _action(route_ids.JOB_RESUME, "resume", resume_job, "Resume a job",
+                "Schedules a paused job again, its next run counted from now."),
+        _action(route_ids.JOB_RUN, "run", run_job, "Run a job now",
+                "Makes the job due now: a Hermes gateway ticking on this home runs it (hermes-server itself runs "
+                "no job)."),
     ]
 
 

@@ -29,7 +29,7 @@ from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Effect, Method, Operation, Route
 from hermes_server.http.sse import EventQueue
 from hermes_server.openapi.common import AUTH_ERRORS
-from hermes_server.openapi.responses_schemas import COMPONENTS
+from hermes_server.openapi.responses_schemas import COMPONENTS, CREATE_RESPONSE
 from hermes_server.routes.common import idempotency, identity_headers, stream_answer
 
 
@@ -76,7 +76,7 @@ def routes() -> list[Route]:
     return [
         Route(route_ids.RESPONSES, "/v1/responses", {
             "POST": Method(create_response, Operation(
-                summary="OpenAI Responses API: one agent turn, stored for chaining unless `store` is false",
+                summary="Create a response", description=CREATE_RESPONSE,
                 responses={200: "ResponseObject", 400: "BadRequest", 403: "Forbidden", 404: "NotFound",
                            413: "PayloadTooLarge", 429: "TooManyRuns", 500: "ServerError", **AUTH_ERRORS},
                 capability="responses", features=("responses_api", "responses_streaming"), body="ResponseRequest",
@@ -84,9 +84,12 @@ def routes() -> list[Route]:
         }),
         Route(route_ids.RESPONSE, "/v1/responses/{response_id}", {
             "GET": Method(get_response, Operation(
-                summary="A stored response", responses={200: "StoredResponse", 404: "NotFound", **AUTH_ERRORS})),
+                summary="Get a response", description="The response as it was answered, while it is stored.",
+                responses={200: "StoredResponse", 404: "NotFound", **AUTH_ERRORS})),
             "DELETE": Method(delete_response, Operation(
-                summary="Forget a stored response",
+                summary="Delete a response",
+                description="Forgets the response (and any conversation name pointing at it); chains through it can "
+                            "no longer continue.",
                 responses={200: "ResponseDeleted", 404: "NotFound", **AUTH_ERRORS})),
         }),
     ]

@@ -21,14 +21,14 @@ from starlette.responses import Response
 from hermes_server.api.errors import crashing_non_object, invalid_field, invalid_run_json
 from hermes_server.api.session_key import session_key
 from hermes_server.chat.responses import continuation
-from hermes_server.chat.runs import APPROVAL_CHOICES, LiveRun, RunSpec, run_in_background
+from hermes_server.chat.runs import LiveRun, RunSpec, run_in_background
 from hermes_server.chat.slots import Admission
 from hermes_server.chat.stream import StreamEvent
 from hermes_server.context import AppContext
 from hermes_server.domain import route_ids, run_keys
 from hermes_server.domain.openai_messages import request_bool
 from hermes_server.domain.response_history import model_turn
-from hermes_server.domain.run_input import RunInput, parse_run_input
+from hermes_server.domain.run_input import APPROVAL_CHOICES, CHOICE_ALIASES, RunInput, parse_run_input
 from hermes_server.domain.titles import has_lone_surrogate
 from hermes_server.families import Family
 from hermes_server.http.body import read_json_object
@@ -37,14 +37,13 @@ from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Effect, Method, Operation, Route
 from hermes_server.http.sse import drain, frame
 from hermes_server.openapi.common import AUTH_ERRORS
-from hermes_server.openapi.runs_schemas import COMPONENTS
+from hermes_server.openapi.runs_schemas import COMPONENTS, RUN_EVENTS, START_RUN
 from hermes_server.routes.common import stream_answer
 
 STREAM_CLOSED_FRAME = b": stream closed\n\n"
 # A subscriber may come a moment before its run is registered: the events route waits this long.
 SUBSCRIBE_POLLS = 20
 SUBSCRIBE_POLL_SECONDS = 0.05
-_CHOICE_ALIASES = {"approve": "once", "approved": "once", "allow": "once"}
 
 
 def run_not_found(run_id: str) -> ApiError:
@@ -167,7 +166,7 @@ def stopping(run_id: str) -> Response:
 
 def _choice(body: dict[str, Any]) -> str:
     raw = str(body.get("choice", "")).strip().lower()
-    choice = _CHOICE_ALIASES.get(raw, raw)
+    choice = CHOICE_ALIASES.get(raw, raw)
     if choice not in APPROVAL_CHOICES:
         raise ApiError(400, "Invalid approval choice; expected one of: once, session, always, deny",
                        "invalid_approval_choice")
@@ -196,7 +195,7 @@ def routes() -> list[Route]:
     return [
         Route(route_ids.RUNS, "/v1/runs", {
             "POST": Method(submit_run, Operation(
-                summary="Start an agent run in the background; answers at once with its id",
+                summary="Start a run", description=START_RUN,
                 responses={202: "RunStarted", 400: "BadRequest", 403: "Forbidden", 413: "PayloadTooLarge",
                            429: "TooManyRuns", **AUTH_ERRORS},
                 capability="runs", features=("run_submission",), body="RunRequest",
@@ -204,26 +203,31 @@ def routes() -> list[Route]:
         }),
         Route(route_ids.RUN_STATUS, "/v1/runs/{run_id}", {
             "GET": Method(run_status, Operation(
-                summary="The run's pollable status", responses={200: "RunStatus", 404: "NotFound", **AUTH_ERRORS},
+                summary="Get a run", description="The run's status, to poll until it is `completed`, `failed` or "
+                                                  "`cancelled`.",
+                responses={200: "RunStatus", 404: "NotFound", **AUTH_ERRORS},
                 capability="run_status", features=("run_status",))),
         }),
         Route(route_ids.RUN_EVENTS, "/v1/runs/{run_id}/events", {
             "GET": Method(run_events, Operation(
-                summary="The run's events as server-sent events (one shared queue, see docs)",
+                summary="Follow a run's events", description=RUN_EVENTS,
                 responses={200: "RunEvents", 404: "NotFound", **AUTH_ERRORS},
                 capability="run_events", features=("run_events_sse", "tool_progress_events", "approval_events"),
                 streams=True)),
         }),
         Route(route_ids.RUN_APPROVAL, "/v1/runs/{run_id}/approval", {
             "POST": Method(answer_approval, Operation(
-                summary="Answer the run's pending tool approval",
+                summary="Answer a run's approval",
+                description="Answers the oldest approval the run's agent is waiting for (or, with `all`, every one).",
                 responses={200: "RunApprovalResponse", 400: "BadRequest", 404: "NotFound", 409: "Conflict",
                            413: "PayloadTooLarge", **AUTH_ERRORS},
                 capability="run_approval", features=("run_approval_response",), body="RunApprovalRequest")),
         }),
         Route(route_ids.RUN_STOP, "/v1/runs/{run_id}/stop", {
             "POST": Method(stop_run, Operation(
-                summary="Stop a live run", responses={200: "RunStopping", 404: "NotFound", **AUTH_ERRORS},
+                summary="Stop a run", description="Stops a live run: it ends `cancelled`. A run that is not live is "
+                                                   "404 here (0.19.0).",
+                responses={200: "RunStopping", 404: "NotFound", **AUTH_ERRORS},
                 capability="run_stop", features=("run_stop",))),
         }),
     ]

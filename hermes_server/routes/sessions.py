@@ -34,8 +34,8 @@ from hermes_server.http.errors import ApiError
 from hermes_server.http.pipeline import note_session
 from hermes_server.http.responses import HermesJSONResponse, dumps
 from hermes_server.http.routing import Effect, Method, Operation, Route
+from hermes_server.openapi import sessions_schemas as schemas
 from hermes_server.openapi.common import BODY_ERRORS, SESSION_ERRORS, STORE_ERRORS
-from hermes_server.openapi.sessions_schemas import COMPONENTS
 from hermes_server.routes.common import existing_session, first_query_values
 from hermes_server.store import listing, messages, sessions
 
@@ -247,41 +247,46 @@ def routes() -> list[Route]:
     return [
         Route(route_ids.SESSIONS, "/api/sessions", {
             "GET": Method(list_sessions, Operation(
-                summary="List sessions, newest activity first", responses={200: "SessionList", **STORE_ERRORS},
+                summary="List sessions", description=schemas.LIST_SESSIONS,
+                responses={200: "SessionList", **STORE_ERRORS},
                 capability="sessions", features=("session_resources",),
                 query=("limit", "offset", "source", "include_children"),
                 effect=Effect.READ | Effect.LIST, documented="sessions_list")),
             "POST": Method(create_session, Operation(
-                summary="Create a session", responses={201: "Session", 409: "Conflict", **BODY_ERRORS, **STORE_ERRORS},
+                summary="Create a session", description=schemas.CREATE_SESSION,
+                responses={201: "Session", 409: "Conflict", **BODY_ERRORS, 400: "CreateSessionBadRequest",
+                           **STORE_ERRORS},
                 capability="session_create", features=("session_resources",), body="CreateSession",
                 effect=Effect.UNSAFE, documented="session_create")),
         }),
         Route(route_ids.SESSION, "/api/sessions/{session_id}", {
             "GET": Method(get_session, Operation(
-                summary="Get one session by its exact id", responses={200: "Session", **SESSION_ERRORS},
+                summary="Get a session", description=schemas.GET_SESSION, responses={200: "Session", **SESSION_ERRORS},
                 capability="session", features=("session_resources",), effect=Effect.READ,
                 documented="session_get")),
             "PATCH": Method(patch_session, Operation(
-                summary="Change the title or close the session",
-                responses={200: "Session", **BODY_ERRORS, **SESSION_ERRORS},
+                summary="Update a session", description=schemas.PATCH_SESSION,
+                responses={200: "Session", **BODY_ERRORS, 400: "PatchSessionBadRequest", **SESSION_ERRORS},
                 capability="session_update", features=("session_resources",), body="PatchSession",
                 effect=Effect.UNSAFE | Effect.WRITE, documented="session_patch")),
             "DELETE": Method(delete_session, Operation(
-                summary="Delete a session and its messages", responses={200: "SessionDeleted", **SESSION_ERRORS},
+                summary="Delete a session", description=schemas.DELETE_SESSION,
+                responses={200: "SessionDeleted", **SESSION_ERRORS},
                 capability="session_delete", features=("session_resources",), effect=Effect.UNSAFE,
                 documented="session_delete")),
         }),
         Route(route_ids.SESSION_MESSAGES, "/api/sessions/{session_id}/messages", {
             "GET": Method(list_messages, Operation(
-                summary="The active messages of the session's transcript",
+                summary="List a session's messages", description=schemas.SESSION_MESSAGES,
                 responses={200: "MessageList", **SESSION_ERRORS},
                 capability="session_messages", features=("session_resources",), effect=Effect.READ,
                 documented="session_messages")),
         }),
         Route(route_ids.SESSION_FORK, "/api/sessions/{session_id}/fork", {
             "POST": Method(fork_session, Operation(
-                summary="Fork a session into a new one with a copy of its messages",
-                responses={201: "Session", 409: "Conflict", **BODY_ERRORS, **SESSION_ERRORS},
+                summary="Fork a session", description=schemas.FORK_SESSION,
+                responses={201: "Session", 409: "Conflict", **BODY_ERRORS, 400: "ForkSessionBadRequest",
+                           **SESSION_ERRORS},
                 capability="session_fork", features=("session_fork",), body="ForkSession",
                 effect=Effect.UNSAFE | Effect.WRITE | Effect.FORK, documented="session_fork")),
         }),
@@ -290,4 +295,4 @@ def routes() -> list[Route]:
 
 def family() -> Family:
     """The session resource routes as a unit of the app, with the OpenAPI components they name."""
-    return Family("sessions", routes(), components=COMPONENTS)
+    return Family("sessions", routes(), components=schemas.COMPONENTS)

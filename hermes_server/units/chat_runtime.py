@@ -15,6 +15,7 @@ from hermes_server.http.routing import Amendment
 from hermes_server.openapi.build import extended, schema_ref
 from hermes_server.openapi.chat_schemas import RESPONSES as CHAT_RESPONSES
 from hermes_server.openapi.chat_schemas import SCHEMAS as CHAT_SCHEMAS
+from hermes_server.openapi.common import text
 from hermes_server.units.unit import Unit
 
 
@@ -44,14 +45,21 @@ UNIT = Unit(
             },
             "ChatCompletion": extended(CHAT_SCHEMAS["ChatCompletion"], {"runtime": schema_ref("Runtime")}),
             "ChatRequest": extended(CHAT_SCHEMAS["ChatRequest"], {
-                "model": {"description": "Reported under `runtime.requested`; `provider::model` names both."},
-                "model_id": {"description": "Alias of `model`."},
-                "provider": {}, "provider_id": {"description": "Alias of `provider`."},
-                "require_model_lock": {"description": "true (or 1/true/yes/on): refuse the turn unless the named "
-                                                      "model is one this server routes to."},
+                "model": text("Reported under `runtime.requested` (`provider::model` names both); the turn still "
+                              "runs on the server's agent."),
+                "model_id": text("Read as `model` when `model` is not non-empty text."),
+                "provider": text("Reported under `runtime.requested`."),
+                "provider_id": text("Read as `provider` when `provider` is not non-empty text."),
+                "require_model_lock": {"type": "boolean", "description": (
+                    "true: refuse the turn unless the named model is one this server routes to (409 "
+                    "`model_lock_unavailable`; 400 `missing_model` when none is named or a name is not text). The "
+                    "text `1`, `true`, `yes` or `on` counts too.")},
             }, required=False),
         },
         "responses": {
+            "ChatBadRequest": {**CHAT_RESPONSES["ChatBadRequest"], "description": CHAT_RESPONSES["ChatBadRequest"][
+                "description"] + " Or `require_model_lock` with no model named, or a name that is not text "
+                                 "(`missing_model`)."},
             "ChatCompletion": {**CHAT_RESPONSES["ChatCompletion"], "description": "The assistant's reply for one turn, "
                                "and where it was routed (`runtime`)."},
             "ChatStream": {**CHAT_RESPONSES["ChatStream"], "description": "Server-sent events: run.started, "

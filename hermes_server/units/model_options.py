@@ -24,7 +24,9 @@ async def model_options(request: Request, ctx: AppContext) -> Response:
 def _routes() -> list[Route]:
     return [Route(route_ids.MODEL_OPTIONS, "/api/model/options", {
         "GET": Method(model_options, Operation(
-            summary="The models a session can be locked to", responses={200: "ModelOptions", **AUTH_ERRORS},
+            summary="List model options",
+            description="The models a session can be locked to: the configured agent, answering as `--model-name`.",
+            responses={200: "ModelOptions", **AUTH_ERRORS},
             capability="model_options", features=("model_options",), query=("refresh",)))})]
 
 

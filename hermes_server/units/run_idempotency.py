@@ -28,7 +28,7 @@ from hermes_server.http.errors import ApiError
 from hermes_server.http.routing import Effect, Method, Operation, Route
 from hermes_server.openapi.build import Components, error_answer, json_answer, with_flag
 from hermes_server.openapi.common import AUTH_ERRORS, COUNTER
-from hermes_server.openapi.runs_schemas import RUN_STATUSES
+from hermes_server.openapi.runs_schemas import RUN_STATUSES, START_RUN
 from hermes_server.openapi.runs_schemas import SCHEMAS as RUN_SCHEMAS
 from hermes_server.routes.runs import accepted, prepare, register, spawn
 from hermes_server.store.runs_idempotency import KeptRun, Owner, RunKeyStore
@@ -100,7 +100,7 @@ def _accepted(run_id: str, status: str, key: str | None, *, replayed: bool) -> R
 def _routes() -> list[Route]:
     return [Route(route_ids.RUNS, "/v1/runs", {
         "POST": Method(submit_run, Operation(
-            summary="Start an agent run in the background; answers at once with its id",
+            summary="Start a run", description=START_RUN + RUN_KEY_NOTE,
             responses={202: "RunStarted", 400: "RunBadRequest", 403: "Forbidden", 409: "IdempotencyKeyConflict",
                        413: "PayloadTooLarge", 429: "TooManyRuns", **AUTH_ERRORS},
             capability="runs", features=("run_submission", "runs_idempotency"), body="RunRequest",
@@ -127,6 +127,13 @@ def _kept_statuses(composed: Components) -> Components:
 def _key_store(behaviour: Behaviour, settings: Settings) -> Behaviour:
     return replace(behaviour, run_keys=RunKeyStore(settings.runs_idempotency_path))
 
+
+# What the durable Idempotency-Key adds to a submit.
+RUN_KEY_NOTE = """
+
+With an `Idempotency-Key`, a retry of the same body and `X-Hermes-Session-Key` replays the run the key \
+admitted (202, `replayed: true`, its status now), for a day after that run settles and across restarts, \
+even on a full server; the key with another body is 409."""
 
 UNIT = Unit(
     name="run_idempotency",

@@ -17,8 +17,8 @@ from hermes_server.http.body import read_json_object
 from hermes_server.http.errors import ApiError
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Method, Operation, Route
-from hermes_server.openapi.build import error_answer, extended, json_answer
-from hermes_server.openapi.common import ANY, AUTH_ERRORS
+from hermes_server.openapi.build import error_answer, extended, json_answer, json_object, schema_ref, with_example
+from hermes_server.openapi.common import AUTH_ERRORS
 from hermes_server.openapi.runs_schemas import SCHEMAS as RUN_SCHEMAS
 from hermes_server.routes.runs import run_not_found, status_of
 from hermes_server.units.unit import Unit
@@ -47,11 +47,20 @@ async def steer_run(request: Request, ctx: AppContext) -> Response:
 def _routes() -> list[Route]:
     return [Route(route_ids.RUN_STEER, "/v1/runs/{run_id}/steer", {
         "POST": Method(steer_run, Operation(
-            summary="Steer a running agent (it sees the text before its next step)",
+            summary="Steer a run",
+            description="Gives the running agent text it reads before its next step; what it never took is "
+                        "`pending_steer` on `run.completed` and the status.",
             responses={200: "RunSteer", 400: "InvalidSteerInput", 404: "NotFound", 409: "SteerRefused",
                        413: "PayloadTooLarge", **AUTH_ERRORS},
             capability="run_steer", features=("run_steer",), body="RunSteerRequest"))})]
 
+
+# Steer text: a string, or text parts (their texts joined by newlines; other parts are dropped).
+_STEER_TEXT: dict[str, Any] = {
+    "anyOf": [{"type": "string"}, {"type": "array", "items": {"anyOf": [{"type": "string"}, schema_ref("TextPart")]}}],
+    "description": "The text the agent reads before its next step: a string, or text parts (joined by newlines). "
+                   "The first non-empty of `input`, `message`, `text` is read; blank: 400 `invalid_steer_input`.",
+}
 
 # The status a steered run reports.
 _STEERED_STATUS: dict[str, Any] = extended(RUN_SCHEMAS["RunStatus"], {"pending_steer": {
@@ -63,9 +72,10 @@ UNIT = Unit(
     components={
         "schemas": {
             "RunStatus": _STEERED_STATUS,
-            "RunSteerRequest": {"type": "object", "properties": {
-                "input": ANY, "message": ANY, "text": ANY}, "description": "The first non-empty of `input`, "
-                "`message`, `text`: a string or text parts, non-blank once stripped."},
+            "RunSteerRequest": with_example({"input": "Also check the tests."}, json_object({
+                "input": _STEER_TEXT, "message": {**_STEER_TEXT, "description": "Read when `input` is empty."},
+                "text": {**_STEER_TEXT, "description": "Read when `input` and `message` are empty."},
+            }, closed=False)),
             "RunSteer": {"type": "object", "required": ["object", "run_id", "accepted"],
                          "additionalProperties": False,
                          "properties": {"object": {"const": "hermes.run.steer"}, "run_id": {"type": "string"},

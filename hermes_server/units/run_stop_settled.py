@@ -33,7 +33,9 @@ async def stop_run(request: Request, ctx: AppContext) -> Response:
 def _routes() -> list[Route]:
     return [Route(route_ids.RUN_STOP, "/v1/runs/{run_id}/stop", {
         "POST": Method(stop_run, Operation(
-            summary="Stop a live run",
+            summary="Stop a run",
+            description="Stops a live run (it ends `cancelled`); a run that has finished answers its status; a run "
+                        "another server process on this home runs is 409.",
             responses={200: "RunStopping", 404: "NotFound", 409: "RunNotActive", **AUTH_ERRORS},
             capability="run_stop", features=("run_stop",)))})]
 

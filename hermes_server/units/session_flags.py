@@ -60,7 +60,10 @@ UNIT = Unit(
     columns=COLUMNS,
     indexes=INDEXES,
     reading=Reading(flags=True),
-    amendments=(Amendment(route_ids.SESSION, "PATCH", responses={400: "InvalidSessionPatch"}),),
+    amendments=(Amendment(route_ids.SESSION, "PATCH", responses={400: "InvalidSessionPatch"}, note=(
+        "The flags (`pinned`, `archived`, `hidden`, `unread`) are set on every session of the compression chain, "
+        "after the title and before the close, each step its own write; every flag is checked before anything is "
+        "written. An archived or hidden session leaves the list; get still answers it.")),),
     components={
         "schemas": {
             "Session": _with_flags("Session"),
@@ -77,9 +80,10 @@ UNIT = Unit(
                                        "ranked past the page follow it, in activity order, and `has_more` counts "
                                        "only the unpinned rows against `limit`.", "SessionList"),
             "InvalidSessionPatch": error_answer("Invalid JSON, a body that is not an object, a field PATCH does not "
-                                                "take (`unsupported_session_field`), or a flag that is not a JSON "
+                                                "take (`unsupported_session_field`), a flag that is not a JSON "
                                                 "boolean (`invalid_session_field`, \"'pinned' must be a "
-                                                "boolean\")."),
+                                                "boolean\"; nothing written), or a title too long or held by "
+                                                "another session (`invalid_title`; nothing closed)."),
         },
     },
 )

@@ -38,7 +38,9 @@ def _routes() -> list[Route]:
     # A write to the session: after a rotation, a connector locks the id the answer named.
     return [Route(route_ids.SESSION_MODEL_LOCK, "/api/sessions/{session_id}/model", {
         "POST": Method(lock_model, Operation(
-            summary="Lock the session to a model (later turns use it)",
+            summary="Lock a session's model",
+            description="Locks the session to a model this server routes to; later turns report it as their "
+                        "`runtime` (`route_source` `session_model_lock`).",
             responses={200: "ModelLock", 409: "ModelLockUnavailable", **BODY_ERRORS, **SESSION_ERRORS},
             capability="session_model_lock", features=("session_model_lock",), body="ModelLockRequest",
             effect=Effect.WRITE))})]

@@ -50,7 +50,9 @@ async def not_implemented(request: Request, ctx: AppContext) -> Response:
 
 def _routes() -> list[Route]:
     return [Route(name, path, {method: Method(not_implemented, Operation(
-        summary=f"Not served here ({what} in Hermes 0.21.2): 501",
+        summary=f"{what[0].upper()}{what[1:]} (not served)",
+        description=f"In Hermes 0.21.2: {what}. hermes-server does not serve it: once the key is checked, it "
+                    "answers 501 `not_implemented` (docs/differences.md).",
         responses={501: "NotImplemented", **AUTH_ERRORS},
         capability=name if advertised else None,
         features=_BROWSER_FEATURES.get(name, ())))})

@@ -29,17 +29,7 @@ def schema_errors(document: dict[str, Any], schema: str, value: Any) -> list[str
 
 def profile_document(version: str = "0.19.0", *, fixture_api: bool = False) -> dict[str, Any]:
     """The document a server answering as `version` serves, built in process (no server, no files)."""
-    from hermes_server.app import Release
+    from hermes_server.app import openapi_document
     from hermes_server.domain.profiles import PROFILES
-    from hermes_server.openapi.build import merged
-    from hermes_server.openapi.control_schemas import COMPONENTS as CONTROL_COMPONENTS
-    from hermes_server.openapi.document import build_document
-    from hermes_server.testing.control import Control
-    from hermes_server.testing.inspector import build_inspector_routes
-    from hermes_server.testing.routes import build_fixture_routes
 
-    release = Release.of(PROFILES[version])
-    if not fixture_api:
-        return build_document(release.routes, release.components)
-    control_routes = [*build_fixture_routes(Control([], None)), *build_inspector_routes()]
-    return build_document([*release.routes, *control_routes], merged(release.components, CONTROL_COMPONENTS))
+    return openapi_document(PROFILES[version], fixture_api=fixture_api)
