@@ -3,7 +3,9 @@
 The CLI builds it from flags and environment; the app and its parts only read it.
 The defaults are written here once: the command line's option rows read them from
 these fields. A dialect's own knobs are not fields: they come from its option rows
-into `extras` (see hermes_server/families.py), so this module knows no dialect.
+into `extras` (see hermes_server/families.py), so this module knows no dialect; the
+dialect reads them through typed keys (`Extra`), so a misspelt name fails the type check
+as a misspelt field does.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar, cast
 
 MAX_REQUEST_BYTES = 10_000_000
 # Limits of a request head (cli/head_limits.py, counted as there): the request target, one header
@@ -22,6 +24,19 @@ MAX_HEADER_BYTES = 8190
 MAX_HEADERS = 128
 MAX_HEAD_BYTES = 2 * 1024 * 1024
 DEFAULT_MODEL_NAME = "hermes-agent"
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Extra(Generic[T]):
+    """The typed key of one dialect option's value in `Settings.extras`: the `dest` of its row.
+
+    A dialect declares one per option (`ALLOWANCE: Extra[int] = Extra("<dialect>_allowance")`),
+    builds its row with `ALLOWANCE.dest`, and reads `settings.extra(ALLOWANCE)`, an `int` to mypy.
+    """
+
+    dest: str
 
 
 @dataclass(frozen=True)
@@ -86,15 +101,16 @@ class Settings:
     # (serve --migrate-home; store/migrate.py). Off: such a home is refused at start.
     migrate_home: bool = False
     # The values of the known dialects' own options, by their rows' `dest` (each dialect's
-    # switch among them); read as attributes, like the fields above.
+    # switch among them); read with `extra` and the option's typed key.
     extras: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
-    def __getattr__(self, name: str) -> Any:
-        """A dialect's option value (`settings.<dest>`), so its code reads it like any other knob."""
-        extras = self.__dict__.get("extras", {})
-        if name in extras:
-            return extras[name]
-        raise AttributeError(f"Settings has no field or dialect option {name!r}")
+    def extra(self, key: Extra[T]) -> T:
+        """A dialect option's value, typed by its key (present once the command line, or
+        `families.with_defaults`, has filled `extras`)."""
+        try:
+            return cast(T, self.extras[key.dest])
+        except KeyError:
+            raise KeyError(f"Settings has no dialect option {key.dest!r}") from None
 
     @property
     def db_path(self) -> Path:

@@ -25,6 +25,7 @@ from hermes_server.chat.runs import Runs
 from hermes_server.chat.slots import Slots
 from hermes_server.chat.stream_runs import UNTRACKED_STREAMS, StreamRuns
 from hermes_server.chat.tasks import TurnTasks
+from hermes_server.chat.turn import TurnOutcome
 from hermes_server.config import Settings
 from hermes_server.domain.clock import Clock
 from hermes_server.domain.create_fields import given_fields
@@ -119,7 +120,7 @@ class AppContext:
     # Chat turns in flight; they outlive the request that started them.
     turns: TurnTasks
     # /v1/chat/completions answers remembered by Idempotency-Key.
-    replays: ReplayCache
+    replays: ReplayCache[TurnOutcome]
     # Structured runs (in memory, as upstream keeps them).
     runs: Runs
     # The Responses API store (response_store.db beside state.db, opened when the server starts).

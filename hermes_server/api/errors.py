@@ -31,7 +31,7 @@ from hermes_server.domain.jobs import JobError, JobInputError, JobsFileError
 from hermes_server.domain.model_lock import LockRefused
 from hermes_server.domain.openai_messages import MessagesError
 from hermes_server.domain.redact import redact
-from hermes_server.domain.titles import TitleTooLong
+from hermes_server.domain.titles import TitleTooLong, has_lone_surrogate
 from hermes_server.http.errors import ApiError, ErrorMap, Handler, not_an_object
 from hermes_server.http.responses import HermesJSONResponse
 
@@ -72,6 +72,26 @@ def invalid_title(message: str) -> ApiError:
 def invalid_field(param: str, message: str) -> CrashingInput:
     """D6: input upstream answers with a bare 500 gets a 400 naming the field."""
     return CrashingInput(ApiError(400, message, None, param))
+
+
+def response_not_found(response_id: str) -> ApiError:
+    return ApiError(404, f"Response not found: {response_id}")
+
+
+def previous_response_not_found(previous: Any) -> Exception:
+    """The 404 of an unknown `previous_response_id`; D6 when 0.19.0 crashes looking it up (a lone surrogate)."""
+    error = ApiError(404, f"Previous response not found: {previous}")
+    return CrashingInput(error) if isinstance(previous, str) and has_lone_surrogate(previous) else error
+
+
+def invalid_response_json() -> ApiError:
+    """`POST /v1/responses`' own refusal of a body that is not JSON: upstream's two-field envelope."""
+    return ApiError(400, "Invalid JSON in request body", shape="two_field")
+
+
+def invalid_run_json() -> ApiError:
+    """The runs routes' own refusal of a body that is not JSON (submit, approval): no code."""
+    return ApiError(400, "Invalid JSON")
 
 
 def crashing_non_object() -> CrashingInput:

@@ -1,50 +1,61 @@
 """The points where test control may interfere with a request, and the default that does nothing.
 
-Fork and the chat turn call these at the moments a real Hermes can fail (between
-fork's writes, loading a turn's history, storing it, while streaming). The default
-server uses `NO_HOOKS`; the fixture control API composes in an implementation that
-injects the faults a test installed. The core never imports that implementation:
-it only calls this protocol, with the scope of the request concerned.
+Fork, the chat turn and every stream ask `hooks.at(point)` at the moments a real Hermes
+can fail: between fork's writes, loading a turn's history, storing it, while streaming.
+The answer is what happens there (an `Action`): the default server's `NO_HOOKS` always
+answers `CARRY_ON`, which does nothing; the fixture control API composes in hooks that
+make the installed faults act, each fault kind owning its effect (testing/fault_kinds.py).
+The core never imports that implementation, and never says which request asks: test
+control knows it from the request's context, which the turn a request starts inherits.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
-from typing import Any, Protocol
+from collections.abc import AsyncIterator
+from enum import Enum
+from typing import Protocol
 
-Scope = Mapping[str, Any]
+
+class Point(Enum):
+    """Where a use case asks."""
+
+    # After one of fork's four writes; `step`: 1 close, 2 child, 3 messages, 4 title.
+    FORK_STEP = "fork_step"
+    # A chat turn loads its history.
+    HISTORY_LOAD = "history_load"
+    # A chat turn stores its rows (each of its two writes asks; the answer is the same).
+    PERSIST = "persist"
+    # A stream's frames go out.
+    STREAM = "stream"
+
+
+class Action:
+    """What happens at a point. This one, `CARRY_ON`, does nothing."""
+
+    async def happen(self) -> None:
+        """At a step (fork's, a turn's load or write): may wait, or raise to stop or fail the operation there."""
+
+    def frames(self, frames: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        """At `Point.STREAM`: the frames that go out."""
+        return frames
+
+
+CARRY_ON = Action()
 
 
 class Hooks(Protocol):
-    """What fork, the chat turn and the chat stream ask test control."""
+    """What fork, the chat turn and the streams ask test control."""
 
-    async def fork_step_done(self, scope: Scope, step: int) -> None:
-        """After fork's write number `step` (1 close, 2 child, 3 messages, 4 title); may wait, or raise to stop there."""
-
-    def history_load_fails(self, scope: Scope | None) -> bool:
-        """Whether this turn must behave as if loading its history raised."""
-
-    def persistence_fails(self, scope: Scope | None) -> bool:
-        """Whether this turn must not be stored although it answers normally."""
-
-    def stream(self, scope: Scope, frames: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-        """The frames a stream sends (a fault may cut them short)."""
+    def at(self, point: Point, **where: int) -> Action:
+        """What happens at `point` for the request being served (`where`: the place, e.g. fork's `step`)."""
+        ...
 
 
 class NoHooks:
     """The default: nothing ever interferes."""
 
-    async def fork_step_done(self, scope: Scope, step: int) -> None:
-        return None
-
-    def history_load_fails(self, scope: Scope | None) -> bool:
-        return False
-
-    def persistence_fails(self, scope: Scope | None) -> bool:
-        return False
-
-    def stream(self, scope: Scope, frames: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-        return frames
+    def at(self, point: Point, **where: int) -> Action:
+        return CARRY_ON
 
 
 NO_HOOKS: Hooks = NoHooks()

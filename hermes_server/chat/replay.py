@@ -1,6 +1,9 @@
-"""Idempotency-Key replays of `/v1/chat/completions` (non-streaming only).
+"""Idempotency-Key replays of the turns a client waits for (`/v1/chat/completions` and
+`/v1/responses`, non-streaming only).
 
-A client that retries a request whose answer it lost must not run the turn twice.
+A client that retries a request whose answer it lost must not run the turn twice. A route
+names the key and its request's fingerprint (`Idempotency`); the turn's `answer`
+(chat/turn.py) takes it as one parameter and goes through the cache.
 
 The 300 s lifetime is measured with `time.monotonic`, not with the server's clock,
 in deterministic mode too: it is a span of the process's own time, not a timestamp
@@ -15,14 +18,23 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Generic, TypeVar
 
-from hermes_server.chat.turn import TurnOutcome
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Idempotency:
+    """An `Idempotency-Key` a request sent, and what of the request a replay must match."""
+
+    key: str
+    fingerprint: str
 
 
 @dataclass
-class ReplayCache:
+class ReplayCache(Generic[T]):
     """Upstream's Idempotency-Key cache: a retried request gets the first answer's turn.
 
     Keyed by the header value; a hit needs the same fingerprint (model, messages,
@@ -33,8 +45,8 @@ class ReplayCache:
 
     ttl: float = 300.0
     size: int = 1000
-    done: OrderedDict[str, tuple[str, float, TurnOutcome]] = field(default_factory=OrderedDict)
-    running: dict[tuple[str, str], asyncio.Task[TurnOutcome]] = field(default_factory=dict)
+    done: OrderedDict[str, tuple[str, float, T]] = field(default_factory=OrderedDict)
+    running: dict[tuple[str, str], asyncio.Task[T]] = field(default_factory=dict)
 
     def _purge(self) -> None:
         now = time.monotonic()
@@ -43,8 +55,9 @@ class ReplayCache:
         while len(self.done) > self.size:
             self.done.popitem(last=False)
 
-    async def run(self, key: str, fingerprint: str, start: Any) -> TurnOutcome:
-        """The remembered outcome for (key, fingerprint), else the one `start()` produces."""
+    async def run(self, idempotency: Idempotency, start: Callable[[], asyncio.Task[T]]) -> T:
+        """The remembered outcome for the key and fingerprint, else the one `start()`'s task produces."""
+        key, fingerprint = idempotency.key, idempotency.fingerprint
         self._purge()
         hit = self.done.get(key)
         if hit is not None and hit[0] == fingerprint:
@@ -54,7 +67,7 @@ class ReplayCache:
             task = start()
             self.running[(key, fingerprint)] = task
 
-            def remember(done: asyncio.Task[TurnOutcome]) -> None:
+            def remember(done: asyncio.Task[T]) -> None:
                 if self.running.get((key, fingerprint)) is done:
                     del self.running[(key, fingerprint)]
                 if not done.cancelled() and done.exception() is None:

@@ -24,38 +24,39 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 from typing import Any, Protocol
 
-from hermes_server.agents.base import AgentEvent, Delta, ToolEvent
-from hermes_server.chat import failures
-from hermes_server.chat.turn import ChatTurn, TurnContext, run_turn
+from hermes_server.agents.base import Delta, ToolEvent
+from hermes_server.chat.stream import Encoder, EventSink, StreamEvent
+from hermes_server.chat.turn import TurnContext, TurnOutcome
 from hermes_server.domain.response_input import compact_item, message_item
 from hermes_server.domain.usage import Usage
 
-log = logging.getLogger("hermes_server.chat")
 
+class ResponseKeeper(Protocol):
+    """What stores the response a stream ends with (chat/responses.py's `ResponseSaver`)."""
 
-class EventSink(Protocol):
-    """Where the events go (the route frames them as SSE); dropped quietly once the client is gone."""
+    async def completed(self, envelope: dict[str, Any], turn_messages: list[dict[str, Any]]) -> None: ...
 
-    def event(self, kind: str, payload: dict[str, Any]) -> None: ...
+    async def failed(self, envelope: dict[str, Any], reply: str) -> None: ...
 
-    def close(self) -> None: ...
 
 # Text deltas arriving within this window go out as one `response.output_text.delta`.
 DELTA_BATCH_SECONDS = 0.05
 
 
-class ResponseStream:
-    """The events of one streamed response, framed when they are created."""
+class ResponseStream(Encoder):
+    """The events of one streamed response, made as they happen; the response it ends with is
+    stored by `keeper`."""
 
     def __init__(self, ctx: TurnContext, sink: EventSink, response_id: str, model: Any, created_at: int,
-                 *, upstream_events: bool = False) -> None:
+                 keeper: ResponseKeeper, *, upstream_events: bool = False) -> None:
         self.ctx = ctx
         # 0.19.0's events exactly: no content_part events, no ids in the terminal output (D10).
         self.content_parts = not upstream_events
         self.sink = sink
+        self.keeper = keeper
+        self.subject = f"response {response_id}"
         self.response_id = response_id
         self.model = model
         self.created_at = created_at
@@ -74,11 +75,18 @@ class ResponseStream:
         return {"id": self.response_id, "object": "response", "status": status, "created_at": self.created_at,
                 "model": self.model}
 
+    def created(self) -> dict[str, Any]:
+        """The response as `response.created` shows it (and as it is stored until the turn ends)."""
+        return {**self.envelope("in_progress"), "output": []}
+
     def write(self, kind: str, data: dict[str, Any]) -> None:
         payload = {"type": kind, **data}
         payload.setdefault("sequence_number", self.sequence)
         self.sequence += 1
-        self.sink.event(kind, payload)
+        self.sink.put(StreamEvent(payload, kind))
+
+    def opening(self) -> None:
+        self.write("response.created", {"response": self.created()})
 
     def _next_index(self) -> int:
         index = self.output_index
@@ -142,18 +150,18 @@ class ResponseStream:
         self.write("response.output_item.added", {"output_index": index, "item": output})
         self.write("response.output_item.done", {"output_index": index, "item": output})
 
-    def agent_event(self, event: AgentEvent) -> None:
-        if isinstance(event, Delta):
-            if event.text:
-                self.batch.append(event.text)
-                if self.timer is None:
-                    self.timer = asyncio.get_running_loop().call_later(DELTA_BATCH_SECONDS, self.flush)
-        elif isinstance(event, ToolEvent):
-            self.flush()
-            if event.kind == "started":
-                self._tool_started(event)
-            else:
-                self._tool_finished(event)
+    def delta(self, event: Delta) -> None:
+        if event.text:
+            self.batch.append(event.text)
+            if self.timer is None:
+                self.timer = asyncio.get_running_loop().call_later(DELTA_BATCH_SECONDS, self.flush)
+
+    def tool(self, event: ToolEvent) -> None:
+        self.flush()
+        if event.kind == "started":
+            self._tool_started(event)
+        else:
+            self._tool_finished(event)
 
     # -- the end -----------------------------------------------------------
 
@@ -177,29 +185,23 @@ class ResponseStream:
         envelope["output"] = [compact_item(item) for item in self.items] + [message_item(text)]
         if error is not None:
             envelope["error"] = {"message": error, "type": "server_error"}
-        counts = usage.public() if usage else {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
-        envelope["usage"] = counts
+        envelope["usage"] = (usage or Usage()).public()
         return envelope
 
+    async def completed(self, outcome: TurnOutcome) -> None:
+        """Close the message, store the response, then `response.completed`."""
+        text = self.finish_message(outcome.final_text)
+        envelope = self.terminal("completed", text, outcome.usage)
+        await self.keeper.completed(envelope, outcome.messages)
+        self.write("response.completed", {"response": envelope})
 
-async def stream_response(ctx: TurnContext, stream: ResponseStream, turn: ChatTurn, history: list[dict[str, Any]],
-                          save: Any) -> None:
-    """Run the turn, emit the closing events, store the outcome: `save.completed(envelope, history, user
-    message, turn messages)` for a finished turn, `save(envelope, stored history)` for a failed one."""
-    try:
-        outcome = await run_turn(ctx, turn, stream.agent_event)
-    except Exception as exc:  # noqa: BLE001 - reported as response.failed, as upstream does
-        log.warning("response %s: the agent failed (%s)", stream.response_id, type(exc).__name__)
-        error = failures.reported(exc)
-        text = stream.finish_message(None)
-        envelope = stream.terminal("failed", text or error, None, error)
-        await save(envelope, [*history, {"role": "user", "content": turn.user_message},
-                              {"role": "assistant", "content": text or error}])
-        stream.write("response.failed", {"response": envelope})
-    else:
-        text = stream.finish_message(outcome.final_text)
-        envelope = stream.terminal("completed", text, outcome.usage)
-        await save.completed(envelope, history, turn.user_message, outcome.messages)
-        stream.write("response.completed", {"response": envelope})
-    finally:
-        stream.sink.close()
+    async def failed(self, error: str, exc: Exception) -> None:
+        """Close the message, store the response with the error as its reply when it has none
+        (as upstream does), then `response.failed`."""
+        text = self.finish_message(None)
+        envelope = self.terminal("failed", text or error, None, error)
+        await self.keeper.failed(envelope, text or error)
+        self.write("response.failed", {"response": envelope})
+
+    def closing(self) -> None:
+        self.sink.close()

@@ -16,6 +16,7 @@ from hermes_server.agents.base import AgentEvent, Delta, Progress, ToolEvent
 from hermes_server.chat import failures
 from hermes_server.chat.interrupt import TurnStopped
 from hermes_server.chat.runs import LiveRun, Runs
+from hermes_server.chat.stream import Encoder
 from hermes_server.chat.turn import ChatTurn, TurnContext, run_turn
 from hermes_server.domain.content import normalize_content
 from hermes_server.domain.errors import UpstreamCrash
@@ -35,38 +36,46 @@ class RunSpec:
     history: list[dict[str, Any]]
     instructions: Any
     session_key: str | None
-    origin: Any
     prompt: Any  # the user message as the model is given it (see `ChatTurn.prompt`)
 
 
-class _RunEvents:
-    """Agent events as run events, with upstream's keys."""
+class RunEncoder(Encoder):
+    """A run's agent events as run events, with upstream's keys, on the run's queue; a tool or
+    reasoning event also becomes the status's `last_event`. The run's terminal events are its
+    driver's (`run_in_background`), since they settle its status too."""
 
     def __init__(self, runs: Runs, run_id: str, live: LiveRun) -> None:
         self.runs = runs
         self.run_id = run_id
         self.live = live
+        self.now = 0.0
 
-    def __call__(self, event: AgentEvent) -> None:
-        runs, run_id, now = self.runs, self.run_id, self.runs.now()
-        if isinstance(event, Delta):
-            if event.text:
-                runs.enqueue(run_id, {"event": "message.delta", "run_id": run_id, "timestamp": now,
-                                      "delta": event.text})
-        elif isinstance(event, Progress):
-            runs.push(run_id, {"event": "reasoning.available", "run_id": run_id, "timestamp": now,
-                               "text": event.text or ""})
-        elif isinstance(event, ToolEvent):
-            key = event.call_id or event.tool_name or ""
-            if event.kind == "started":
-                self.live.tool_started[key] = now
-                runs.push(run_id, {"event": "tool.started", "run_id": run_id, "timestamp": now,
-                                   "tool": event.tool_name, "preview": event.preview})
-            else:
-                began = self.live.tool_started.pop(key, now)
-                runs.push(run_id, {"event": "tool.completed", "run_id": run_id, "timestamp": now,
-                                   "tool": event.tool_name, "duration": round(now - began, 3),
-                                   "error": event.kind == "failed"})
+    def event(self, event: AgentEvent) -> None:
+        # Every agent event is timed once, shown or not (a deterministic clock counts the readings).
+        self.now = self.runs.now()
+        super().event(event)
+
+    def delta(self, event: Delta) -> None:
+        if event.text:
+            self.runs.enqueue(self.run_id, {"event": "message.delta", "run_id": self.run_id, "timestamp": self.now,
+                                            "delta": event.text})
+
+    def progress(self, event: Progress) -> None:
+        self.runs.push(self.run_id, {"event": "reasoning.available", "run_id": self.run_id, "timestamp": self.now,
+                                     "text": event.text or ""})
+
+    def tool(self, event: ToolEvent) -> None:
+        runs, run_id, now = self.runs, self.run_id, self.now
+        key = event.call_id or event.tool_name or ""
+        if event.kind == "started":
+            self.live.tool_started[key] = now
+            runs.push(run_id, {"event": "tool.started", "run_id": run_id, "timestamp": now,
+                               "tool": event.tool_name, "preview": event.preview})
+        else:
+            began = self.live.tool_started.pop(key, now)
+            runs.push(run_id, {"event": "tool.completed", "run_id": run_id, "timestamp": now,
+                               "tool": event.tool_name, "duration": round(now - began, 3),
+                               "error": event.kind == "failed"})
 
 
 def _turn(spec: RunSpec, live: LiveRun) -> ChatTurn:
@@ -79,7 +88,7 @@ def _turn(spec: RunSpec, live: LiveRun) -> ChatTurn:
     except UnicodeEncodeError as exc:
         raise UpstreamCrash(type(exc).__name__, str(exc)) from None
     return ChatTurn(spec.session_id, stored_user_message(spec.user_message), spec.instructions or None,
-                    spec.session_key, history=spec.history, origin=spec.origin,
+                    spec.session_key, history=spec.history,
                     stop=live.stop, approvals=live.approvals, prompt=normalize_content(spec.prompt))
 
 
@@ -105,7 +114,7 @@ async def run_in_background(ctx: TurnContext, runs: Runs, spec: RunSpec, live: L
         runs.set_status(run_id, "running")
         if live.stop.is_set():  # stopped before its turn began: nothing is written
             raise TurnStopped()
-        outcome = await run_turn(ctx, _turn(spec, live), _RunEvents(runs, run_id, live))
+        outcome = await run_turn(ctx, _turn(spec, live), RunEncoder(runs, run_id, live).event)
     except (TurnStopped, asyncio.CancelledError) as exc:
         # Stopped, or cancelled by a shutdown that no longer waits (upstream's `_finish("cancelled")`).
         finish("cancelled")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -29,14 +29,15 @@ from hermes_server.agents.base import (
     TurnResult,
     assistant_message,
 )
-from hermes_server.chat.hooks import Hooks
+from hermes_server.chat.hooks import Hooks, Point
 from hermes_server.chat.interrupt import Stop, TurnStopped, held, stoppable
+from hermes_server.chat.replay import Idempotency, ReplayCache
 from hermes_server.chat.tasks import TurnTasks
 from hermes_server.config import Settings
 from hermes_server.domain.clock import Clock
 from hermes_server.domain.compression import continuation_id
 from hermes_server.domain.content import UserMessage, conversation_history, stored_user_content
-from hermes_server.domain.errors import AgentFailed, DatabaseUnavailable, StorageFault, UpstreamCrash
+from hermes_server.domain.errors import AgentFailed, StorageFault, UpstreamCrash
 from hermes_server.domain.ids import IdSource
 from hermes_server.domain.projection import message_projection
 from hermes_server.domain.usage import Usage
@@ -56,6 +57,7 @@ class TurnContext(Protocol):
     ids: IdSource
     hooks: Hooks
     turns: TurnTasks
+    replays: ReplayCache[TurnOutcome]
 
 
 @dataclass(frozen=True)
@@ -70,8 +72,6 @@ class ChatTurn:
     # What the model sees before the turn when the client sends it (chat completions
     # without X-Hermes-Session-Id); None: the session's stored history. Never stored.
     history: list[dict[str, Any]] | None = None
-    # The ASGI scope of the request that started the turn, for the test-control hooks.
-    origin: Mapping[str, Any] | None = None
     # A structured run's stop request and approval gate (other routes have neither).
     stop: Stop | None = None
     approvals: ApprovalGate | None = None
@@ -96,8 +96,7 @@ async def load_history(ctx: TurnContext, turn: ChatTurn) -> list[dict[str, Any]]
     """Active messages of the exact id in conversation form; on failure, empty (logged, no text)."""
     session_id = turn.session_id
     try:
-        if ctx.hooks.history_load_fails(turn.origin):  # an injected fault, handled as upstream does
-            raise DatabaseUnavailable("history load failed (injected fault)")
+        await ctx.hooks.at(Point.HISTORY_LOAD).happen()  # test control may fail it, handled as upstream does
         rows = await ctx.db.read(messages.active_messages, session_id)
     except Exception as exc:  # noqa: BLE001 - upstream runs the turn without history
         log.warning("history of session %r could not be loaded (%s); running the turn with empty history",
@@ -126,8 +125,7 @@ async def _begin(ctx: TurnContext, turn: ChatTurn, history: list[dict[str, Any]]
                  book: _Bookkeeping) -> turns.TurnStart:
     now = ctx.clock.now()
     try:
-        if ctx.hooks.persistence_fails(turn.origin):  # an injected fault: the whole turn goes unrecorded
-            raise DatabaseUnavailable("turn not stored (injected fault)")
+        await ctx.hooks.at(Point.PERSIST).happen()  # test control may fail it: the whole turn goes unrecorded
         return await ctx.db.write(
             turns.begin_turn, turn.session_id,
             model=ctx.agent.model, system_prompt=SYSTEM_PROMPT, fresh_history=not history,
@@ -143,8 +141,7 @@ async def _begin(ctx: TurnContext, turn: ChatTurn, history: list[dict[str, Any]]
 async def _finish(ctx: TurnContext, turn: ChatTurn, session_id: str, result: TurnResult,
                   book: _Bookkeeping, accounted: bool = True) -> None:
     try:
-        if ctx.hooks.persistence_fails(turn.origin):
-            raise DatabaseUnavailable("turn not stored (injected fault)")
+        await ctx.hooks.at(Point.PERSIST).happen()
         await ctx.db.write(
             turns.finish_turn, session_id, result.messages, result.usage if accounted else None,
             model=ctx.agent.model, reported_model=result.model, now=ctx.clock.now(),
@@ -199,15 +196,23 @@ async def run_turn(ctx: TurnContext, turn: ChatTurn,
     )
 
 
-async def answer(ctx: TurnContext, turn: ChatTurn, failure: type[AgentFailed] = AgentFailed) -> TurnOutcome:
+async def answer(ctx: TurnContext, turn: ChatTurn, failure: type[AgentFailed] = AgentFailed,
+                 idempotency: Idempotency | None = None) -> TurnOutcome:
     """Run a turn for a client that waits for its outcome; an agent exception becomes `failure`.
 
-    The turn is spawned and shielded: the client going away cancels only the wait.
+    The turn is spawned and shielded: the client going away cancels only the wait. With
+    `idempotency`, a retry of the same request gets the first one's turn (chat/replay.py):
+    its outcome when it is over, else a wait on it.
     """
-    return await settle(turn, asyncio.shield(ctx.turns.spawn(run_turn(ctx, turn))), failure)
+    def start() -> asyncio.Task[TurnOutcome]:
+        return ctx.turns.spawn(run_turn(ctx, turn))
+
+    if idempotency is None:
+        return await _settle(turn, asyncio.shield(start()), failure)
+    return await _settle(turn, ctx.replays.run(idempotency, start), failure)
 
 
-async def settle(turn: ChatTurn, outcome: Any, failure: type[AgentFailed] = AgentFailed) -> TurnOutcome:
+async def _settle(turn: ChatTurn, outcome: Awaitable[TurnOutcome], failure: type[AgentFailed]) -> TurnOutcome:
     """Await a running turn's outcome; an agent exception is logged (its type only) and raised as `failure`."""
     try:
         return await outcome

@@ -23,3 +23,9 @@ class Usage:
             "output_tokens": self.output_tokens,
             "total_tokens": self.input_tokens + self.output_tokens,
         }
+
+    def openai(self) -> dict[str, int]:
+        """The `usage` object of a chat completion: `public`'s counts under OpenAI's names."""
+        counts = self.public()
+        return {"prompt_tokens": counts["input_tokens"], "completion_tokens": counts["output_tokens"],
+                "total_tokens": counts["total_tokens"]}

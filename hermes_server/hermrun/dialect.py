@@ -15,6 +15,7 @@ from hermes_server.config import Settings
 from hermes_server.domain.keys import key_problem
 from hermes_server.domain.wording import counted
 from hermes_server.families import Dialect, Family
+from hermes_server.hermrun import ALLOWANCE, KEY, SWITCH, WINDOW_SECONDS
 
 if TYPE_CHECKING:
     from hermes_server.hermrun.store import HermRunStore
@@ -27,31 +28,31 @@ GROUP = "herm.run"
 API_KEY_HEADER = "x-api-key"
 
 OPTIONS: tuple[Option, ...] = (
-    Option("herm_run", "--herm-run", "HERMES_SERVER_HERM_RUN", False, text,
+    Option(SWITCH.dest, "--herm-run", "HERMES_SERVER_HERM_RUN", False, text,
            "also serve herm.run's hosted sessions API (/v1/sessions, /v1/sandboxes/warm; docs/herm-run.md in the source), "
            "stored in herm-run.db beside state.db", group=GROUP, switch=True),
     # None: the same key as the Bearer one.
-    Option("herm_run_key", "--herm-run-key", "HERMES_SERVER_HERM_RUN_KEY", None, text,
+    Option(KEY.dest, "--herm-run-key", "HERMES_SERVER_HERM_RUN_KEY", None, text,
            "the key herm.run clients send in x-api-key", group=GROUP, metavar="KEY",
            shown_default="the bearer key"),
     # The default per-agent, per-subject conversation allowance of one fixed window.
-    Option("herm_run_allowance", "--herm-run-allowance", "HERMES_SERVER_HERM_RUN_ALLOWANCE", 5, whole(0),
+    Option(ALLOWANCE.dest, "--herm-run-allowance", "HERMES_SERVER_HERM_RUN_ALLOWANCE", 5, whole(0),
            "sessions one subject may create with one agent per window (a fixture may set its own)",
            group=GROUP, metavar="N"),
-    Option("herm_run_window_seconds", "--herm-run-window", "HERMES_SERVER_HERM_RUN_WINDOW", 60.0, positive,
+    Option(WINDOW_SECONDS.dest, "--herm-run-window", "HERMES_SERVER_HERM_RUN_WINDOW", 60.0, positive,
            "length of the fixed allowance window", group=GROUP, metavar="S", shown_default="60"),
 )
 
 
 def settle(values: dict[str, Any]) -> dict[str, Any]:
     """A separate x-api-key is held to the same key policy as the Bearer one."""
-    key = values.get("herm_run_key")
+    key = values.get(KEY.dest)
     if key is None:
         return values
     problem = key_problem(key)
     if problem:
         raise OptionError(f"refusing to start: --herm-run-key: {problem}")
-    return {**values, "herm_run_key": key.strip()}
+    return {**values, KEY.dest: key.strip()}
 
 
 def parse_fixture(value: Any, now: float) -> Any:
@@ -102,7 +103,7 @@ class HermRunPart:
 
 
 HERM_RUN = Dialect(
-    "herm.run", OPTIONS, GROUP, "herm.run dialect (off by default)", switch="herm_run", build=build,
+    "herm.run", OPTIONS, GROUP, "herm.run dialect (off by default)", switch=SWITCH.dest, build=build,
     fixture_key=FIXTURE_KEY, parse_fixture=parse_fixture,
     needs="herm.run fixtures need the dialect: serve --herm-run (env HERMES_SERVER_HERM_RUN=1)", settle=settle,
     seed_note="A `herm_run` part (docs/herm-run.md in the source) goes into HERMES_HOME/herm-run.db, checked with the rest.",

@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from hermes_server.config import Settings
-from hermes_server.hermrun import projection
+from hermes_server.hermrun import ALLOWANCE, KEY, WINDOW_SECONDS, projection
 from hermes_server.hermrun.envelope import HERM_RUN_ERRORS, HermRunJSON
 from hermes_server.hermrun.errors import Unauthorized
 from hermes_server.hermrun.openapi import SECURITY
@@ -49,7 +49,7 @@ class Context(Protocol):
 
 def herm_run_key(settings: Settings) -> str | None:
     """The key `x-api-key` must carry: its own when set, else the server's (None: open)."""
-    return settings.herm_run_key or settings.api_key
+    return settings.extra(KEY) or settings.api_key
 
 
 def security_checks(settings: Settings) -> dict[str, Callable[[Request], None]]:
@@ -101,7 +101,7 @@ def build_routes(store: HermRunStore) -> list[Route]:
         """POST /v1/sessions: 201 and the new idle session."""
         settings = ctx.settings
         create = parse_create(await _body(request))
-        default = Allowance(settings.herm_run_allowance, settings.herm_run_window_seconds)
+        default = Allowance(settings.extra(ALLOWANCE), settings.extra(WINDOW_SECONDS))
         row = await store.create(create, ctx.now(), default, settings.deterministic)
         return HermRunJSON(projection.session_object(row), 201)
 

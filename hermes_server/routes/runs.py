@@ -18,11 +18,13 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from hermes_server.api.errors import crashing_non_object, invalid_field
+from hermes_server.api.errors import crashing_non_object, invalid_field, invalid_run_json
 from hermes_server.api.session_key import session_key
+from hermes_server.chat.responses import continuation
 from hermes_server.chat.run_task import RunSpec, run_in_background
 from hermes_server.chat.runs import LiveRun
 from hermes_server.chat.slots import Admission
+from hermes_server.chat.stream import StreamEvent
 from hermes_server.context import AppContext
 from hermes_server.domain import route_ids, run_keys
 from hermes_server.domain.openai_messages import request_bool
@@ -34,18 +36,15 @@ from hermes_server.http.body import read_json_object
 from hermes_server.http.errors import ApiError
 from hermes_server.http.responses import HermesJSONResponse
 from hermes_server.http.routing import Effect, Method, Operation, Route
-from hermes_server.http.sse import KEEPALIVE_FRAME, data_frame, sse_response
+from hermes_server.http.sse import drain, frame
 from hermes_server.openapi.common import AUTH_ERRORS
 from hermes_server.openapi.runs_schemas import COMPONENTS, RUN_EVENTS, START_RUN
+from hermes_server.routes.common import stream_answer
 
 STREAM_CLOSED_FRAME = b": stream closed\n\n"
 # A subscriber may come a moment before its run is registered: the events route waits this long.
 SUBSCRIBE_POLLS = 20
 SUBSCRIBE_POLL_SECONDS = 0.05
-
-
-def invalid_json() -> ApiError:
-    return ApiError(400, "Invalid JSON")
 
 
 def run_not_found(run_id: str) -> ApiError:
@@ -57,8 +56,8 @@ async def submit_run(request: Request, ctx: AppContext) -> Response:
     run, start its turn, answer 202."""
     key = session_key(request, ctx.settings.api_key)
     with ctx.slots.admit() as admission:
-        body = await read_json_object(request, crashing_non_object, invalid_json)
-        prepared = await prepare(ctx, body, request.scope)
+        body = await read_json_object(request, crashing_non_object, invalid_run_json)
+        prepared = await prepare(ctx, body)
         run_id, live = register(ctx, prepared)
         spawn(ctx, prepared, run_id, live, key, admission)
     return accepted({"run_id": run_id, "status": "started"}, key)
@@ -81,28 +80,18 @@ class Prepared:
     history: list[dict[str, Any]]
     instructions: Any
     prompt: Any
-    origin: Any
 
 
-async def prepare(ctx: AppContext, body: dict[str, Any], origin: Any) -> Prepared:
+async def prepare(ctx: AppContext, body: dict[str, Any]) -> Prepared:
     """The body's input, then the history from `previous_response_id` when the body gives none."""
     parsed = parse_run_input(body, ctx.settings.model_name)
-    history, stored_session, instructions = parsed.history, None, parsed.instructions
-    if not history and parsed.previous_response_id:
-        previous = parsed.previous_response_id
-        if isinstance(previous, str) and has_lone_surrogate(previous):  # 0.19.0 fails looking it up
-            raise invalid_field("previous_response_id",
-                                "Invalid value for 'previous_response_id': text must be valid Unicode")
-        stored = await ctx.response_store.get(previous)
-        if stored is not None:  # an unknown previous_response_id is ignored, as upstream does
-            history = list(stored.get("conversation_history") or [])
-            stored_session = stored.get("session_id")
-            if instructions is None:
-                instructions = stored.get("instructions")
-    if not history:
-        history = parsed.earlier
-    history, prompt = model_turn(history, parsed.user_message)
-    return Prepared(parsed, parsed.session_id or stored_session, history, instructions, prompt, origin)
+    previous = parsed.previous_response_id
+    if not parsed.history and isinstance(previous, str) and has_lone_surrogate(previous):  # 0.19.0 fails looking it up
+        raise invalid_field("previous_response_id", "Invalid value for 'previous_response_id': text must be valid Unicode")
+    # An unknown previous_response_id is ignored, as upstream does.
+    continued = await continuation(ctx.response_store, previous, parsed.history, parsed.instructions, missing=None)
+    history, prompt = model_turn(continued.history or parsed.earlier, parsed.user_message)
+    return Prepared(parsed, parsed.session_id or continued.session_id, history, continued.instructions, prompt)
 
 
 def register(ctx: AppContext, prepared: Prepared) -> tuple[str, LiveRun]:
@@ -115,7 +104,7 @@ def spawn(ctx: AppContext, prepared: Prepared, run_id: str, live: LiveRun, key: 
           admission: Admission) -> None:
     """Start the registered run's turn (the admission ends as it is handed to its task)."""
     spec = RunSpec(run_id, ctx.runs.statuses[run_id]["session_id"], prepared.parsed.user_message, prepared.history,
-                   prepared.instructions, key, prepared.origin, prepared.prompt)
+                   prepared.instructions, key, prepared.prompt)
     admission.release()
     live.task = ctx.turns.spawn(run_in_background(ctx, ctx.runs, spec, live))
 
@@ -135,24 +124,19 @@ async def status_of(ctx: AppContext, run_id: str) -> dict[str, Any] | None:
     return await ctx.runs.hydrate(run_keys.scope(ctx.settings.api_key, ctx.settings.profile), run_id)
 
 
-async def _event_frames(ctx: AppContext, run_id: str, queue: asyncio.Queue[Any]) -> AsyncIterator[bytes]:
-    """The run's queued events as `data:` frames, then `: stream closed`; the queue goes with the stream."""
-    keepalive = ctx.settings.keepalive_seconds
-    try:
-        while True:
-            try:
-                event = await asyncio.wait_for(queue.get(), keepalive)
-            except TimeoutError:
-                yield KEEPALIVE_FRAME
-                continue
-            if event is None:
-                yield STREAM_CLOSED_FRAME
-                return
-            yield data_frame(event)
-    finally:
+def _event_frames(ctx: AppContext, run_id: str, queue: asyncio.Queue[Any]) -> AsyncIterator[bytes]:
+    """The run's queued events as unnamed `data:` events, then `: stream closed`; the queue goes
+    with the stream, however it ends."""
+    def gone() -> None:
         ctx.runs.subscribed.discard(run_id)
         if ctx.runs.streams.get(run_id) is queue:
             ctx.runs.drop_stream(run_id)
+
+    return drain(queue, ctx.settings.keepalive_seconds, _run_frame, last=STREAM_CLOSED_FRAME, done=gone)
+
+
+def _run_frame(event: dict[str, Any]) -> bytes:
+    return frame(StreamEvent(event), ascii_only=True)
 
 
 async def run_events(request: Request, ctx: AppContext) -> Response:
@@ -165,8 +149,7 @@ async def run_events(request: Request, ctx: AppContext) -> Response:
     else:
         raise run_not_found(run_id)
     ctx.runs.subscribed.add(run_id)
-    frames = _event_frames(ctx, run_id, ctx.runs.streams[run_id])
-    return sse_response(ctx.hooks.stream(request.scope, frames), {}, cors=False)
+    return stream_answer(ctx, _event_frames(ctx, run_id, ctx.runs.streams[run_id]), {}, cors=False)
 
 
 async def stop_run(request: Request, ctx: AppContext) -> Response:
@@ -196,7 +179,7 @@ async def answer_approval(request: Request, ctx: AppContext) -> Response:
     run_id = request.path_params["run_id"]
     if await status_of(ctx, run_id) is None:
         raise run_not_found(run_id)
-    body = await read_json_object(request, crashing_non_object, invalid_json)
+    body = await read_json_object(request, crashing_non_object, invalid_run_json)
     choice = _choice(body)
     every = request_bool(body.get("all")) or request_bool(body.get("resolve_all"))
     resolved = ctx.runs.respond(run_id, choice, every)

@@ -18,6 +18,7 @@ from hermes_server.api.errors import (
     session_exists,
     session_not_found,
 )
+from hermes_server.chat.hooks import Point
 from hermes_server.context import AppContext
 from hermes_server.domain import route_ids
 from hermes_server.domain.errors import SessionGone, StorageFault
@@ -218,7 +219,7 @@ async def fork_session(request: Request, ctx: AppContext) -> Response:
         nonlocal done
         await ctx.db.write(write, *args)
         done += 1
-        await ctx.hooks.fork_step_done(request.scope, done)
+        await ctx.hooks.at(Point.FORK_STEP, step=done).happen()
 
     try:
         await step(sessions.end_session, source_id, "branched", ctx.now())

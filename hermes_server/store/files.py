@@ -6,9 +6,14 @@ They hold conversations and run statuses, as state.db does, so they get the key 
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from pathlib import Path
 from typing import Literal
+
+from hermes_server.store.home_check import probe
+
+log = logging.getLogger("hermes_server.store")
 
 
 def owner_only(path: Path) -> None:
@@ -41,3 +46,11 @@ def open_side_store(path: Path, ddl: tuple[str, ...], *, timeout: float = 5.0,
         return conn, type(exc).__name__
     owner_only(path)
     return conn, None
+
+
+def say_fallback(path: Path, failure: str, consequence: str) -> None:
+    """Log that `path` is served from memory. A warning when the home works but this file does not;
+    when the home itself cannot be used, state.db's line already says so and what to do, so this
+    one is a debug line: an unusable home is said in one line at start."""
+    level = logging.WARNING if probe(path.parent) is None else logging.DEBUG
+    log.log(level, "%s cannot be opened (%s); %s", path.name, failure, consequence)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import sqlite3
 import time
 from collections.abc import Callable
@@ -25,9 +24,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from hermes_server.domain.titles import has_lone_surrogate
-from hermes_server.store.files import open_side_store
-
-log = logging.getLogger("hermes_server.store")
+from hermes_server.store.files import open_side_store, say_fallback
 
 T = TypeVar("T")
 
@@ -63,7 +60,7 @@ class ResponseStore:
     def _open(self) -> None:
         conn, failure = open_side_store(self.path, (_RESPONSES_DDL, _CONVERSATIONS_DDL))
         if failure is not None:  # as upstream: the API still works, from memory
-            log.warning("response_store.db cannot be opened (%s); responses are kept in memory", failure)
+            say_fallback(self.path, failure, "responses are kept in memory")
         self._conn = conn
 
     async def _call(self, fn: Callable[[sqlite3.Connection], T]) -> T:

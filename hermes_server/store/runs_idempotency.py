@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from hermes_server.domain.run_keys import RETENTION_SECONDS, SETTLED
-from hermes_server.store.files import open_side_store
+from hermes_server.store.files import open_side_store, say_fallback
 
 log = logging.getLogger("hermes_server.store")
 
@@ -141,8 +141,7 @@ class RunKeyStore:
     def _open(self) -> None:
         conn, failure = open_side_store(self.path, (_TABLE_DDL, _INDEX_DDL), timeout=30, autocommit=True)
         if failure is not None:  # as upstream: replays still work, until a restart
-            log.warning("runs_idempotency.db cannot be opened (%s); Idempotency-Key replays are kept in memory "
-                        "and do not survive a restart", failure)
+            say_fallback(self.path, failure, "Idempotency-Key replays are kept in memory and do not survive a restart")
             self.durable = False
         self._conn = conn
 

@@ -1,26 +1,31 @@
 """The fault kinds of `/_fixture/faults`, one class each, and their registry (`KINDS`).
 
-A kind says which keys of a fault document it takes (`keys`), checks and reads
-them (`parse`), where it may act (`around` any route's handler, or inside the use
-cases that ask for it through chat/hooks.py: then it `reaches` the served operations
-that say, by their effect or their streaming, that they get there), and, for the kinds
-that act around the handler, what it does there (`act`). testing/faults.py parses a
-document with them; the fault layer calls `act`; the hooks ask the registry for a kind
-by name.
+A kind says which keys of a fault document it takes (`keys`), checks and reads them
+(`parse`), where it acts, and what it does there. Around any route's handler (`point`
+None), its effect is `act`. Inside the use cases, at the hook `point` they ask
+(chat/hooks.py), it `reaches` the served operations that say, by their effect or their
+streaming, that they get there; `applies` says whether a fault is for the place asked
+about (fork's step) and `action` is its effect there: a wait, an error that stops or
+fails the operation, a cut stream. testing/faults.py parses a document with them; the
+fault layer calls `act` and, at each hook point, the `action` of each kind acting there.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, ClassVar, Protocol
 
 from starlette.responses import Response
 
+from hermes_server.chat.hooks import CARRY_ON, Action, Point
+from hermes_server.domain.errors import DatabaseUnavailable
 from hermes_server.http.errors import ErrorMap, InjectedStatus
 from hermes_server.http.routing import Effect, Operation
-from hermes_server.testing.storage_gate import StorageGate, refuse_request_writes
-from hermes_server.testing.transport import ConnectionReset
+from hermes_server.store.storage_faults import REASONS
+from hermes_server.testing.request_context import RequestContext
+from hermes_server.testing.storage_gate import StorageGate
+from hermes_server.testing.transport import ConnectionReset, InjectedDisconnect, abort_connection
 from hermes_server.testing.validate import Checker, child
 
 FORK_STEPS = 4
@@ -39,11 +44,58 @@ _STATUS_DEFAULTS: dict[int, dict[str, Any]] = {
 
 
 class Fault(Protocol):
-    """What a kind's `act` reads of the installed fault that fired (testing/faults.py's `Fault`)."""
+    """What a kind reads of the installed fault that fired (testing/faults.py's `Fault`)."""
 
+    id: str
     params: dict[str, Any]
 
     def error(self) -> InjectedStatus: ...
+
+
+class Wait(Action):
+    """Wait `seconds` at the step, then go on."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    async def happen(self) -> None:
+        await asyncio.sleep(self.seconds)
+
+
+class Fail(Action):
+    """Raise `error` at the step: the operation stops or fails there as if it had raised it."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    async def happen(self) -> None:
+        raise self.error
+
+
+class Cut(Action):
+    """A stream's first `events` events, then a dropped connection (the request's, in `scope`)."""
+
+    def __init__(self, events: int, scope: Any) -> None:
+        self.events, self.scope = events, scope
+
+    def frames(self, frames: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        return _cut_after(frames, self.events, self.scope)
+
+
+async def _cut_after(frames: AsyncIterator[bytes], events: int, scope: Any) -> AsyncIterator[bytes]:
+    sent = 0
+    try:
+        async for frame in frames:
+            if not frame.startswith(b":"):  # an event (`event:` or bare `data:`), not a comment
+                if sent >= events:
+                    break
+                sent += 1
+            yield frame
+        else:
+            return  # the stream ended before the cut point: nothing to cut
+        await abort_connection(scope)
+    finally:
+        await frames.aclose()  # type: ignore[attr-defined]
 
 
 def _header_text(value: Any) -> bool:
@@ -102,20 +154,36 @@ class FaultKind:
     name: ClassVar[str]
     # The kind's own keys of a fault document (besides the common ones).
     keys: ClassVar[tuple[str, ...]] = ()
-    # True: it acts around any route's handler; False: inside a use case, on the routes it `reaches`.
-    around: ClassVar[bool] = True
+    # None: it acts around any route's handler; else at this hook point inside the use cases that
+    # ask (chat/hooks.py), on the routes it `reaches`.
+    point: ClassVar[Point | None] = None
+    # Of the kinds acting at one point, those that only wait act first (a pause, then an interruption).
+    waits: ClassVar[bool] = False
+
+    @property
+    def around(self) -> bool:
+        """Whether it acts around the handler (not at a hook point)."""
+        return self.point is None
 
     def reaches(self, op: Operation) -> bool:
-        """Whether the use case behind `op` asks for this kind (only for a kind not acting `around`)."""
+        """Whether the use case behind `op` asks at this kind's point (only for a kind not acting `around`)."""
         return False
 
     def parse(self, check: Checker, spec: Mapping[str, Any], path: str) -> dict[str, Any]:
         """The kind's params from a checked document (problems go to `check`)."""
         return {}
 
-    async def act(self, fault: Fault, gate: StorageGate, errors: ErrorMap) -> Response | None:
+    async def act(self, fault: Fault, request: RequestContext, gate: StorageGate, errors: ErrorMap) -> Response | None:
         """Around the handler: a response replaces the handler's (before) or its answer (after)."""
         return None
+
+    def applies(self, fault: Fault, where: Mapping[str, int]) -> bool:
+        """At its point: whether `fault` is for the place asked about (`where`, e.g. fork's `step`)."""
+        return True
+
+    def action(self, fault: Fault, request: RequestContext) -> Action:
+        """At its point: what `fault` makes happen on `request`."""
+        return CARRY_ON
 
 
 class Status(FaultKind):
@@ -127,7 +195,7 @@ class Status(FaultKind):
     def parse(self, check: Checker, spec: Mapping[str, Any], path: str) -> dict[str, Any]:
         return _status_params(check, spec, path, 503)
 
-    async def act(self, fault: Fault, gate: StorageGate, errors: ErrorMap) -> Response | None:
+    async def act(self, fault: Fault, request: RequestContext, gate: StorageGate, errors: ErrorMap) -> Response | None:
         return errors.render(fault.error())
 
 
@@ -140,7 +208,7 @@ class Latency(FaultKind):
     def parse(self, check: Checker, spec: Mapping[str, Any], path: str) -> dict[str, Any]:
         return {"latency_ms": _required(check, spec, path, "latency_ms", 1)}
 
-    async def act(self, fault: Fault, gate: StorageGate, errors: ErrorMap) -> Response | None:
+    async def act(self, fault: Fault, request: RequestContext, gate: StorageGate, errors: ErrorMap) -> Response | None:
         await asyncio.sleep(fault.params["latency_ms"] / 1000)
         return None
 
@@ -151,7 +219,7 @@ class ConnectionResetKind(FaultKind):
     name = "connection_reset"
     keys = ("when",)
 
-    async def act(self, fault: Fault, gate: StorageGate, errors: ErrorMap) -> Response | None:
+    async def act(self, fault: Fault, request: RequestContext, gate: StorageGate, errors: ErrorMap) -> Response | None:
         return ConnectionReset()
 
 
@@ -164,7 +232,7 @@ class StorageUnavailable(FaultKind):
     def parse(self, check: Checker, spec: Mapping[str, Any], path: str) -> dict[str, Any]:
         return {"duration_ms": _required(check, spec, path, "duration_ms", 1)}
 
-    async def act(self, fault: Fault, gate: StorageGate, errors: ErrorMap) -> Response | None:
+    async def act(self, fault: Fault, request: RequestContext, gate: StorageGate, errors: ErrorMap) -> Response | None:
         gate.fail_for(fault.params["duration_ms"] / 1000)
         return None
 
@@ -181,22 +249,25 @@ class StorageFailure(FaultKind):
     def parse(self, check: Checker, spec: Mapping[str, Any], path: str) -> dict[str, Any]:
         return {"duration_ms": check.integer(spec, "duration_ms", path, minimum=1, maximum=MAX_MILLISECONDS)}
 
-    async def act(self, fault: Fault, gate: StorageGate, errors: ErrorMap) -> Response | None:
+    async def act(self, fault: Fault, request: RequestContext, gate: StorageGate, errors: ErrorMap) -> Response | None:
         duration_ms = fault.params["duration_ms"]
         if duration_ms is None:
-            refuse_request_writes(self.name)
+            request.write_refusal = REASONS[self.name]
         else:
             gate.refuse_all_for(self.name, duration_ms / 1000)
         return None
 
 
 class ForkFault(FaultKind):
-    """A kind acting between the stored steps of a fork."""
+    """A kind acting between the stored steps of a fork, after the one its `after_step` names."""
 
-    around = False
+    point = Point.FORK_STEP
 
     def reaches(self, op: Operation) -> bool:
         return Effect.FORK in op.effect
+
+    def applies(self, fault: Fault, where: Mapping[str, int]) -> bool:
+        return bool(fault.params["after_step"] == where["step"])
 
 
 class ForkInterrupted(ForkFault):
@@ -211,12 +282,20 @@ class ForkInterrupted(ForkFault):
         params = {"after_step": check.integer(spec, "after_step", path, minimum=1, maximum=FORK_STEPS)}
         return {**params, **_status_params(check, spec, path, None)}
 
+    def action(self, fault: Fault, request: RequestContext) -> Action:
+        """A dropped connection by default (the client cannot know what was written), or the
+        error envelope the fault names."""
+        if "status" in fault.params:
+            return Fail(fault.error())
+        return Fail(InjectedDisconnect(f"fork interrupted after step {fault.params['after_step']} (fault {fault.id})"))
+
 
 class ForkPaused(ForkFault):
     """Wait `latency_ms` after a fork's write number `after_step` (a delete can land there)."""
 
     name = "fork_paused"
     keys = ("after_step", "latency_ms")
+    waits = True
 
     def parse(self, check: Checker, spec: Mapping[str, Any], path: str) -> dict[str, Any]:
         params: dict[str, Any] = {}
@@ -226,40 +305,54 @@ class ForkPaused(ForkFault):
             params[key] = check.integer(spec, key, path, minimum=1, maximum=top)
         return params
 
+    def action(self, fault: Fault, request: RequestContext) -> Action:
+        return Wait(fault.params["latency_ms"] / 1000)
+
 
 class TurnFault(FaultKind):
     """A kind acting inside the chat turn on the session its path names."""
-
-    around = False
 
     def reaches(self, op: Operation) -> bool:
         return Effect.TURN in op.effect
 
 
 class HistoryLoadFailure(TurnFault):
-    """The chat turn cannot load its history."""
+    """The chat turn cannot load its history (it runs without, as upstream's does)."""
 
     name = "history_load_failure"
+    point = Point.HISTORY_LOAD
+
+    def action(self, fault: Fault, request: RequestContext) -> Action:
+        return Fail(DatabaseUnavailable("history load failed (injected fault)"))
 
 
 class PersistenceFailure(TurnFault):
     """The chat turn answers but does not store its messages."""
 
     name = "persistence_failure"
+    point = Point.PERSIST
+
+    def action(self, fault: Fault, request: RequestContext) -> Action:
+        return Fail(DatabaseUnavailable("turn not stored (injected fault)"))
 
 
 class StreamCut(FaultKind):
-    """A stream ends after `after_events` events, with no `done` and no clean end of the body."""
+    """A stream ends after `after_events` events, with no `done` and no clean end of the body.
+    The turn itself goes on and is stored, as upstream's agent keeps running when its client
+    goes away."""
 
     name = "stream_cut"
     keys = ("after_events",)
-    around = False
+    point = Point.STREAM
 
     def reaches(self, op: Operation) -> bool:
         return op.streams
 
     def parse(self, check: Checker, spec: Mapping[str, Any], path: str) -> dict[str, Any]:
         return {"after_events": _required(check, spec, path, "after_events", 0)}
+
+    def action(self, fault: Fault, request: RequestContext) -> Action:
+        return Cut(fault.params["after_events"], request.scope)
 
 
 # Every kind by name, in the order error messages list them.

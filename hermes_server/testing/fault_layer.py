@@ -4,32 +4,32 @@ Composed in once, when the app is built with `serve --fixture-api`:
 `wrap_routes` wraps each route's handlers, `FaultHooks` is the context's hooks
 object, and `KeepTransport` (testing/transport.py) is the outermost ASGI layer,
 keeping uvicorn's own `send` in the scope because dropping a connection needs its
-transport. What each kind does is its own class's `act` (testing/fault_kinds.py).
-The default server has none of this and pays nothing for it.
+transport. The layer makes each request the current one (testing/request_context.py)
+for its handler and what that starts; what each kind does is its own class's `act`
+around the handler, or `action` at a hook point (testing/fault_kinds.py). The default
+server has none of this and pays nothing for it.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
+from hermes_server.chat.hooks import CARRY_ON, Action, Point
 from hermes_server.http.errors import ErrorMap
 from hermes_server.http.routing import Endpoint, Route
 from hermes_server.store.db import Database
-from hermes_server.testing.faults import FaultRegistry, RequestContext
-from hermes_server.testing.storage_gate import StorageGate, StorageGates, refuse_request_writes
-from hermes_server.testing.transport import ConnectionReset, abort_connection
+from hermes_server.testing.fault_kinds import KINDS, FaultKind
+from hermes_server.testing.faults import FaultRegistry
+from hermes_server.testing.request_context import RequestContext, current, serving
+from hermes_server.testing.storage_gate import StorageGate, StorageGates
+from hermes_server.testing.transport import ConnectionReset, InjectedDisconnect
 
-# Where the fault layer leaves a request's fault bookkeeping in its scope.
+# Where the fault layer leaves a request's fault bookkeeping in its scope (for the journal).
 FAULTS_KEY = "hermes.faults"
-
-
-class InjectedDisconnect(Exception):
-    """Raised by a hook to drop the connection with no response at all (see ConnectionReset)."""
 
 
 def request_faults(scope: Mapping[str, Any] | None) -> RequestContext | None:
@@ -65,30 +65,29 @@ class FaultLayer:
 
     async def call(self, endpoint: Endpoint, request: Request, ctx: Any, route_name: str,
                    errors: ErrorMap, gate: StorageGate) -> Response:
-        faults = RequestContext(route_name, request.method, request.path_params.get("session_id"))
+        faults = RequestContext(route_name, request.method, request.path_params.get("session_id"), request.scope)
         request.scope[FAULTS_KEY] = faults
-        # asyncio may carry one request's context into the next on the same connection.
-        refuse_request_writes(None)
-        injected = await self._act(faults, "before", errors, gate)
-        if injected is not None:
-            await _drain(request)
-            return injected
-        try:
-            response = await endpoint(request, ctx)
-        except InjectedDisconnect:
-            return ConnectionReset()
-        except Exception as exc:
-            rendered = errors.render(exc)
-            if rendered is None:
-                raise
-            response = rendered
-        return await self._act(faults, "after", errors, gate) or response
+        with serving(faults):
+            injected = await self._act(faults, "before", errors, gate)
+            if injected is not None:
+                await _drain(request)
+                return injected
+            try:
+                response = await endpoint(request, ctx)
+            except InjectedDisconnect:
+                return ConnectionReset()
+            except Exception as exc:
+                rendered = errors.render(exc)
+                if rendered is None:
+                    raise
+                response = rendered
+            return await self._act(faults, "after", errors, gate) or response
 
     async def _act(self, faults: RequestContext, when: str, errors: ErrorMap, gate: StorageGate) -> Response | None:
         """Pipeline faults: before the handler a response replaces it; after it (its writes are
         durable) a response replaces the answer."""
         for fault in self.registry.firing(faults, when):
-            response = await fault.kind.act(fault, gate, errors)
+            response = await fault.kind.act(fault, faults, gate, errors)
             if response is not None:
                 return response
         return None
@@ -105,59 +104,39 @@ async def _drain(request: Request) -> None:
 
 
 class FaultHooks:
-    """The context's hooks when faults may be installed (chat/hooks.py is the protocol)."""
+    """The context's hooks when faults may be installed (chat/hooks.py is the protocol): at each
+    point, the kinds acting there, those that only wait first."""
 
     def __init__(self, registry: FaultRegistry) -> None:
         self.registry = registry
+        self.kinds: dict[Point, tuple[FaultKind, ...]] = {
+            point: tuple(sorted((kind for kind in KINDS.values() if kind.point is point), key=lambda k: not k.waits))
+            for point in Point}
 
-    def _decide(self, scope: Mapping[str, Any] | None, kind: str, **where: Any) -> Any:
-        faults = request_faults(scope)
-        return None if faults is None else self.registry.decide(faults, kind, **where)
-
-    async def fork_step_done(self, scope: Mapping[str, Any], step: int) -> None:
-        """After fork's write number `step`: maybe wait, or stop, here.
-
-        A pause lets a test land another request (a delete of the source) inside the fork.
-        The interruption is a dropped connection by default (the client cannot know
-        what was written), or the error envelope the fault names.
-        """
-        pause = self._decide(scope, "fork_paused", after_step=step)
-        if pause is not None:
-            await asyncio.sleep(pause.params["latency_ms"] / 1000)
-        fault = self._decide(scope, "fork_interrupted", after_step=step)
-        if fault is None:
-            return
-        if "status" in fault.params:
-            raise fault.error()
-        raise InjectedDisconnect(f"fork interrupted after step {step} (fault {fault.id})")
-
-    def history_load_fails(self, scope: Mapping[str, Any] | None) -> bool:
-        return self._decide(scope, "history_load_failure") is not None
-
-    def persistence_fails(self, scope: Mapping[str, Any] | None) -> bool:
-        return self._decide(scope, "persistence_failure") is not None
-
-    def stream(self, scope: Mapping[str, Any], frames: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
-        """The stream's frames, or, when a `stream_cut` fault fires, the first N events and then
-        a dropped connection: no `done`, no clean end of the body. The turn itself goes on and
-        is stored, as upstream's agent keeps running when its client goes away."""
-        fault = self._decide(scope, "stream_cut")
-        if fault is None:
-            return frames
-        return _cut_after(frames, fault.params["after_events"], scope)
+    def at(self, point: Point, **where: int) -> Action:
+        request = current()
+        if request is None:
+            return CARRY_ON
+        return _Faults(self.registry, self.kinds[point], request, where)
 
 
-async def _cut_after(frames: AsyncIterator[bytes], events: int, scope: Any) -> AsyncIterator[bytes]:
-    sent = 0
-    try:
-        async for frame in frames:
-            if not frame.startswith(b":"):  # an event (`event:` or bare `data:`), not a comment
-                if sent >= events:
-                    break
-                sent += 1
-            yield frame
-        else:
-            return  # the stream ended before the cut point: nothing to cut
-        await abort_connection(scope)
-    finally:
-        await frames.aclose()  # type: ignore[attr-defined]
+class _Faults(Action):
+    """What the installed faults make happen at one point of one request: each kind acting there,
+    in turn, decides (once per request) whether one of its faults fires, and acts if so."""
+
+    def __init__(self, registry: FaultRegistry, kinds: tuple[FaultKind, ...], request: RequestContext,
+                 where: Mapping[str, int]) -> None:
+        self.registry, self.kinds, self.request, self.where = registry, kinds, request, where
+
+    def _action(self, kind: FaultKind) -> Action:
+        fault = self.registry.decide(self.request, kind, self.where)
+        return CARRY_ON if fault is None else kind.action(fault, self.request)
+
+    async def happen(self) -> None:
+        for kind in self.kinds:
+            await self._action(kind).happen()
+
+    def frames(self, frames: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+        for kind in self.kinds:
+            frames = self._action(kind).frames(frames)
+        return frames

@@ -21,9 +21,9 @@ routes whose operations say they get there (`FaultKind.reaches`). Where a fault 
 - in the writer (store/storage_faults.py): `disk_full`, `read_only`, `io_error`
   make the writes of the matching request (or, with `duration_ms`, every write
   for that long) fail exactly as that storage failure does: 503, nothing written;
-- at the test-control hooks inside use cases (chat/hooks.py): `fork_interrupted`
-  and `fork_paused` (after step k of fork's four writes: stop there, or wait there,
-  so that a delete can land inside the fork), `history_load_failure` and
+- at the hook points inside use cases (chat/hooks.py), each kind's own effect there:
+  `fork_interrupted` and `fork_paused` (after step k of fork's four writes: stop there,
+  or wait there, so that a delete can land inside the fork), `history_load_failure` and
   `persistence_failure` (the chat turn), `stream_cut` (every route that streams: the
   session chat stream, a run's events, a streamed response or chat completion).
 
@@ -45,24 +45,13 @@ from hermes_server.domain.errors import DocumentError, Problem
 from hermes_server.http.errors import InjectedStatus
 from hermes_server.http.routing import Effect, Route
 from hermes_server.testing.fault_kinds import KINDS, STATUS_KEYS, FaultKind
+from hermes_server.testing.request_context import RequestContext
 from hermes_server.testing.validate import Checker, child, describe
 
 # Where the session routes are: what `*` means for a kind that acts around handlers (health,
 # discovery and the other families only when named).
 SESSION_PATH = "/api/sessions"
 COMMON_KEYS = ("id", "description", "kind", "route", "method", "session_id", "times", "probability", "seed")
-
-
-@dataclass
-class RequestContext:
-    """Route, method and path session id of one request, and the faults that fired on it."""
-
-    route: str
-    method: str
-    session_id: str | None
-    fired: list[str] = field(default_factory=list)
-    # Each hook decides once per request: asking again (a turn's two writes) gets the same answer.
-    decisions: dict[tuple[Any, ...], Fault | None] = field(default_factory=dict)
 
 
 @dataclass
@@ -257,14 +246,14 @@ class FaultRegistry:
             if fault.kind.around and fault.when == when and fault.matches(ctx) and fault.fire(ctx):
                 yield fault
 
-    def decide(self, ctx: RequestContext, kind: str, **where: Any) -> Fault | None:
-        """The fault of `kind` (with params `where`) acting on this request, decided once per request."""
-        key = (kind, *sorted(where.items()))
+    def decide(self, ctx: RequestContext, kind: FaultKind, where: Mapping[str, int]) -> Fault | None:
+        """The fault of `kind` acting on this request at the place `where`, decided once per request."""
+        key = (kind.name, *sorted(where.items()))
         if key not in ctx.decisions:
             ctx.decisions[key] = next(
                 (f for f in self.faults
-                 if f.kind.name == kind and all(f.params.get(k) == v for k, v in where.items())
-                 and f.matches(ctx) and f.fire(ctx)),
+                 if f.kind is kind and kind.applies(f, where) and f.matches(ctx) and f.fire(ctx)),
                 None,
             )
-        return ctx.decisions[key]
+        decided: Fault | None = ctx.decisions[key]
+        return decided

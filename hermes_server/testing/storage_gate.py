@@ -4,29 +4,18 @@ database it composes in, and a registered part of the server's state.
 `storage_unavailable` refuses every operation for a while, as if the file could not
 be opened; `disk_full`, `read_only` and `io_error` make writes fail exactly as that
 storage failure does, either every write for a while or the writes of one request
-(and of the chat turn it starts, which inherits the request's context). Deadlines
-are monotonic: a fault lasts a span of real time, whatever the server's clock says.
+(and of the chat turn it starts: `testing/request_context.py`'s current request, whichever
+database they go to). Deadlines are monotonic: a fault lasts a span of real time,
+whatever the server's clock says.
 """
 
 from __future__ import annotations
 
-import contextvars
 import time
 
 from hermes_server.domain.errors import DatabaseUnavailable
 from hermes_server.store.storage_faults import REASONS
-
-# An injected refusal for the writes of the current request, whichever database they go to.
-_request_refusal: contextvars.ContextVar[str | None] = contextvars.ContextVar("hermes_write_refusal", default=None)
-
-
-def refuse_request_writes(kind: str | None) -> None:
-    """Every write of the current request fails as `kind` (a key of REASONS) would.
-
-    None clears it: asyncio may carry one request's context into the next request on the
-    same connection, so each request under fault injection starts by clearing.
-    """
-    _request_refusal.set(None if kind is None else REASONS[kind])
+from hermes_server.testing.request_context import current
 
 
 class StorageGate:
@@ -58,7 +47,8 @@ class StorageGate:
             if time.monotonic() < deadline:
                 return reason
             self._refuse_all = None
-        return _request_refusal.get()
+        request = current()
+        return None if request is None else request.write_refusal
 
     async def reset(self) -> None:
         """End an outage or a refusal of every write now."""

@@ -56,6 +56,11 @@ async def abort_connection(scope: Scope) -> None:
         await asyncio.sleep(0)
 
 
+class InjectedDisconnect(Exception):
+    """Raised inside a handler (at a hook) to drop the connection with no response at all; the fault
+    layer answers it with `ConnectionReset`."""
+
+
 class ConnectionReset(Response):
     """A 'response' that sends nothing and resets the connection."""
 

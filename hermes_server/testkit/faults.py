@@ -88,10 +88,15 @@ class Fault(Mapping[str, Any]):
 
     @classmethod
     def fork_interrupted(cls, after_step: int, *, status: int | None = None, message: str | None = None,
-                         code: str | None = None, route: str | None = None, **common: Any) -> Fault:
-        """Fork stops after its write number `after_step` (1-4): a reset connection, or `status`'s envelope."""
+                         code: str | None = None, type: str | None = None, param: str | None = None,
+                         headers: Mapping[str, str] | None = None, retry_after: int | None = None,
+                         route: str | None = None, **common: Any) -> Fault:
+        """Fork stops after its write number `after_step` (1-4): a reset connection, or `status`'s envelope
+        (its fields as `Fault.status` takes them)."""
         return cls("fork_interrupted", route, {"after_step": after_step, "status": status, "message": message,
-                                               "code": code}, _common("fork_interrupted", common))
+                                               "code": code, "type": type, "param": param,
+                                               "headers": dict(headers) if headers is not None else None,
+                                               "retry_after": retry_after}, _common("fork_interrupted", common))
 
     @classmethod
     def fork_paused(cls, after_step: int, latency_ms: int, *, route: str | None = None,

@@ -16,7 +16,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from hermes_server.api.errors import crashing_non_object
+from hermes_server.api.errors import crashing_non_object, invalid_run_json
 from hermes_server.api.session_key import session_key
 from hermes_server.config import Settings
 from hermes_server.context import AppContext, Behaviour
@@ -30,7 +30,7 @@ from hermes_server.openapi.build import Components, error_answer, json_answer, w
 from hermes_server.openapi.common import AUTH_ERRORS, COUNTER
 from hermes_server.openapi.runs_schemas import RUN_STATUSES, START_RUN
 from hermes_server.openapi.runs_schemas import SCHEMAS as RUN_SCHEMAS
-from hermes_server.routes.runs import accepted, invalid_json, prepare, register, spawn
+from hermes_server.routes.runs import accepted, prepare, register, spawn
 from hermes_server.store.runs_idempotency import KeptRun, Owner, RunKeyStore
 from hermes_server.units.unit import Unit
 
@@ -44,9 +44,9 @@ async def submit_run(request: Request, ctx: AppContext) -> Response:
     """POST /v1/runs, in upstream's order: the session key, the body, the Idempotency-Key, the input;
     a replay or conflict; then the cap, which only a new run counts against."""
     key = session_key(request, ctx.settings.api_key)
-    body = await read_json_object(request, crashing_non_object, invalid_json)
+    body = await read_json_object(request, crashing_non_object, invalid_run_json)
     claim = _claim(request, ctx, body, key)
-    prepared = await prepare(ctx, body, request.scope)
+    prepared = await prepare(ctx, body)
     if claim is not None:
         outcome, record = await ctx.runs.keys.lookup(*claim, ctx.now())
         if record is not None:

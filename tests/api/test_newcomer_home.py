@@ -35,6 +35,22 @@ def test_the_log_says_the_home_is_a_file(tmp_path: Path) -> None:
         server.stop()
 
 
+@pytest.mark.parametrize("version", ["0.19.0", "0.21.2"])
+def test_the_start_says_it_in_one_line(tmp_path: Path, version: str) -> None:
+    """One warning at start for an unusable home, not one more per side file (response_store.db,
+    0.21.2's runs_idempotency.db) that the same home cannot hold either."""
+    home = tmp_path / "home"
+    home.write_text("in the way")
+    server = start_server(home, "--hermes-version", version)
+    try:
+        assert server.client.get("/api/sessions").status_code == 503
+    finally:
+        server.stop()
+    warnings = [line for line in server.log().splitlines() if " WARNING " in line or " ERROR " in line]
+    assert len(warnings) == 1 and "is a file, not a directory" in warnings[0], warnings
+    assert "Traceback" not in server.log()
+
+
 def test_a_parent_that_is_a_file_is_named(tmp_path: Path) -> None:
     from hermes_server.store.home_check import plainly, probe
 

@@ -60,7 +60,7 @@ def _sync(test: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]
 
 
 def _spec(run_id: str) -> RunSpec:
-    return RunSpec(run_id, "sess", {"role": "user", "content": "hi"}, [], None, None, None, "hi")
+    return RunSpec(run_id, "sess", {"role": "user", "content": "hi"}, [], None, None, "hi")
 
 
 class _Turn:

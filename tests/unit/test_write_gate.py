@@ -16,7 +16,9 @@ import pytest
 from hermes_server.domain.errors import DatabaseUnavailable, StorageFault
 from hermes_server.store.db import Database
 from hermes_server.store.gate import NO_GATE
-from hermes_server.testing.storage_gate import StorageGate, StorageGates, refuse_request_writes
+from hermes_server.store.storage_faults import REASONS
+from hermes_server.testing.request_context import RequestContext, serving
+from hermes_server.testing.storage_gate import StorageGate, StorageGates
 
 
 def _insert(conn: sqlite3.Connection, sid: str) -> str:
@@ -83,11 +85,16 @@ def test_a_request_refusal_reaches_every_gate_of_that_request_only() -> None:
     first, second = gates.of("state.db"), gates.of("herm-run.db")
     assert gates.of("state.db") is first and list(gates.by_label()) == ["state.db", "herm-run.db"]
 
-    async def request(kind: str | None) -> tuple[str | None, str | None]:
-        refuse_request_writes(kind)
+    async def turn() -> tuple[str | None, str | None]:
         return first.refusal(), second.refusal()
+
+    async def request(kind: str | None) -> tuple[str | None, str | None]:
+        with serving(RequestContext("session_chat", "POST", "s")) as current:
+            current.write_refusal = None if kind is None else REASONS[kind]
+            return await asyncio.create_task(turn())  # the turn a request starts runs in a task of its own
 
     async def main() -> None:
         assert await asyncio.create_task(request("read_only")) == ("database is read-only",) * 2
         assert await asyncio.create_task(request(None)) == (None, None)
+        assert (first.refusal(), second.refusal()) == (None, None)  # outside any request
     asyncio.run(main())
