@@ -139,6 +139,9 @@ def test_help_says_what_it_does_and_what_its_exit_statuses_mean() -> None:
         assert words in done.stdout
 
 
+# A whole verify run, its eight references started in process (about 12 s): the slow tier, so that
+# make test-fast stays under a minute.
+@pytest.mark.slow
 def test_a_read_only_run_writes_nothing(tmp_path: Path) -> None:
     """Without --write: the home's files are as they were, byte for byte (SQLite's shared-memory
     index aside, which every reader writes), and what drifts is named."""
